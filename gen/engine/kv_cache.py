@@ -1,0 +1,130 @@
+"""KV memory: one dense row ("slot") per live sequence, kept compact so a decode batch is a view.
+
+Only bookkeeping and copies live here; attention itself is in the model code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from gen.engine.config import ModelConfig
+
+
+class KVCache:
+    """Per-layer key and value tensors shaped (slots, kv_heads, capacity, head_dim).
+
+    Both dimensions grow on demand (a copy, amortised), up to `max_slots` and `max_len`.
+    """
+
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        max_slots: int,
+        max_len: int,
+        dtype: torch.dtype = torch.float32,
+        grow_tokens: int = 256,
+    ) -> None:
+        if max_slots < 1 or max_len < 1:
+            raise ValueError(f"max_slots and max_len must be >= 1, got {max_slots}, {max_len}")
+        self.cfg = cfg
+        self.max_slots = max_slots
+        self.max_len = max_len
+        self.dtype = dtype
+        self.grow_tokens = grow_tokens
+        self.slots = 0
+        self.capacity = 0
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
+
+    def bytes_per_token(self) -> int:
+        c = self.cfg
+        return 2 * c.num_layers * c.num_kv_heads * c.head_dim * torch.finfo(self.dtype).bits // 8
+
+    def nbytes(self) -> int:
+        return self.slots * self.capacity * self.bytes_per_token()
+
+    def reserve(self, slots: int, tokens: int) -> None:
+        """Make room for `slots` rows of `tokens` positions each."""
+        if slots > self.max_slots or tokens > self.max_len:
+            raise ValueError(
+                f"KV cache request ({slots} slots x {tokens} tokens) exceeds "
+                f"({self.max_slots} x {self.max_len})"
+            )
+        if slots <= self.slots and tokens <= self.capacity:
+            return
+        new_slots = max(slots, min(self.max_slots, max(self.slots * 2, 1)))
+        step = self.grow_tokens
+        new_cap = max(tokens, min(self.max_len, self.capacity + self.capacity // 2))
+        new_cap = min(self.max_len, -(-new_cap // step) * step)
+        shape = (new_slots, self.cfg.num_kv_heads, new_cap, self.cfg.head_dim)
+        for store in (self.k, self.v):
+            for i in range(self.cfg.num_layers):
+                new = torch.zeros(shape, dtype=self.dtype)
+                if store and i < len(store):
+                    new[: self.slots, :, : self.capacity] = store[i]
+                    store[i] = new
+                else:
+                    store.append(new)
+        self.slots, self.capacity = new_slots, new_cap
+
+    def write(
+        self, layer: int, slots: torch.Tensor, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ) -> None:
+        """Store k, v (B, kv_heads, T, D) at `positions` (B, T) of rows `slots` (B,)."""
+        rows = slots[:, None]  # (B, 1)
+        self.k[layer][rows, :, positions] = k.transpose(1, 2)  # indexed as (B, T, H, D)
+        self.v[layer][rows, :, positions] = v.transpose(1, 2)
+
+    def read(
+        self, layer: int, slots: torch.Tensor, length: int, contiguous: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values (B, kv_heads, length, D); a view when the slots are 0..B-1."""
+        if contiguous:
+            n = slots.shape[0]
+            return self.k[layer][:n, :, :length], self.v[layer][:n, :, :length]
+        return self.k[layer][slots, :, :length], self.v[layer][slots, :, :length]
+
+    def copy_slot(self, src: int, dst: int, length: int) -> None:
+        for store in (self.k, self.v):
+            for t in store:
+                t[dst, :, :length] = t[src, :, :length]
+
+
+class SlotManager:
+    """Hands out cache rows and keeps the used ones at 0..n-1 by moving the last into a hole."""
+
+    def __init__(self, cache: KVCache) -> None:
+        self.cache = cache
+        self.owners: list[object] = []  # owners[slot] is the sequence in that row
+        self.lengths: list[int] = []  # tokens held per row
+
+    @property
+    def used(self) -> int:
+        return len(self.owners)
+
+    def can_allocate(self) -> bool:
+        return self.used < self.cache.max_slots
+
+    def allocate(self, owner: object, tokens: int) -> int:
+        slot = self.used
+        self.cache.reserve(slot + 1, tokens)
+        self.owners.append(owner)
+        self.lengths.append(0)
+        return slot
+
+    def grow(self, slot: int, tokens: int) -> None:
+        self.cache.reserve(self.cache.slots, tokens)
+        self.lengths[slot] = max(self.lengths[slot], tokens)
+
+    def free(self, slot: int, on_move: Callable[[object, int], None]) -> None:
+        """Release `slot`; the last row moves into it and `on_move(owner, new_slot)` is called."""
+        last = self.used - 1
+        if slot != last:
+            self.cache.copy_slot(last, slot, self.lengths[last])
+            self.owners[slot] = self.owners[last]
+            self.lengths[slot] = self.lengths[last]
+            on_move(self.owners[slot], slot)
+        self.owners.pop()
+        self.lengths.pop()

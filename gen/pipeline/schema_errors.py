@@ -1,0 +1,129 @@
+"""Turn a pydantic ValidationError into one ConfigError located at the offending key or value.
+
+The message names the path and the value: `sections[2].max_tokens: must be > 0, got -3`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from gen.errors import ConfigError
+from gen.pipeline.spec import ContextSettings, DocumentSpec, GenerationSettings, Pipeline, Section
+from gen.pipeline.yaml_loader import SourceMap, YamlPath, format_path
+
+_TYPE_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "string": "a string",
+    "bool": "true or false",
+    "list": "a list",
+    "dict": "a mapping",
+    "model": "a mapping",
+    "model_attributes": "a mapping",
+}
+_COMPARISONS = {
+    "greater_than": ("gt", ">"),
+    "greater_than_equal": ("ge", ">="),
+    "less_than": ("lt", "<"),
+    "less_than_equal": ("le", "<="),
+}
+
+
+def schema_error(exc: ValidationError, data: Any, smap: SourceMap) -> ConfigError:
+    """The first error in file order, located; a count of the others is appended."""
+    located = [(_data_path(err, data), err) for err in exc.errors(include_url=False)]
+
+    def where(item: tuple[YamlPath, ErrorDetails]) -> tuple[int, int]:
+        path, err = item
+        span = smap.key_span(path) if err["type"] == "extra_forbidden" else smap.value_span(path)
+        return span.line, span.col
+
+    located.sort(key=where)
+    path, err = located[0]
+    message = _message(path, err)
+    if len(located) > 1:
+        message += f" (and {len(located) - 1} more error{'s' if len(located) > 2 else ''})"
+    return smap.error(path, message, at="key" if err["type"] == "extra_forbidden" else "value")
+
+
+def _data_path(err: ErrorDetails, data: Any) -> YamlPath:
+    """pydantic's loc without its union/validator tags: only steps that exist in the data."""
+    path: list[Any] = []
+    node = data
+    loc = err["loc"]
+    for i, step in enumerate(loc):
+        if isinstance(node, dict) and step in node:
+            path.append(step)
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            path.append(step)
+            node = node[step]
+        elif i == len(loc) - 1 and err["type"] in ("missing", "extra_forbidden"):
+            path.append(step)
+    if err["type"] == "missing" and path and path[-1] == loc[-1]:
+        path.pop()  # point at the mapping that lacks the key
+    return tuple(path)
+
+
+def _message(path: YamlPath, err: ErrorDetails) -> str:
+    kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
+    if kind == "missing":
+        prefix = f"{format_path(path)}: " if path else ""
+        return f"{prefix}missing required key '{err['loc'][-1]}'"
+    if kind == "extra_forbidden":
+        key = path[-1]
+        where = "top-level key" if len(path) == 1 else f"key in {format_path(path[:-1])}"
+        return f"unknown {where} {key!r}{_suggest(str(key), path[:-1])}"
+    return f"{format_path(path)}: {_describe(kind, ctx, got, err['msg'])}"
+
+
+def _describe(kind: str, ctx: dict[str, Any], got: Any, msg: str) -> str:
+    if kind in _COMPARISONS:
+        name, symbol = _COMPARISONS[kind]
+        return f"must be {symbol} {ctx[name]}, got {_short(got)}"
+    if kind.endswith(("_type", "_parsing")):
+        base = kind.rsplit("_", 1)[0]
+        if base in _TYPE_WORDS:
+            return f"must be {_TYPE_WORDS[base]}, got {_short(got)}"
+    if kind == "literal_error":
+        return f"must be one of {ctx['expected']}, got {_short(got)}"
+    if kind == "value_error":
+        return str(ctx.get("error", msg))
+    if kind == "too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
+    return f"{msg[:1].lower()}{msg[1:]}, got {_short(got)}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _suggest(key: str, parent: YamlPath) -> str:
+    model = _model_at(parent)
+    if model is None:
+        return ""
+    allowed = list(model.model_fields)
+    close = difflib.get_close_matches(key, allowed, n=1)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; allowed keys: {', '.join(allowed)}"
+
+
+def _model_at(path: YamlPath) -> type[BaseModel] | None:
+    if path == ():
+        return Pipeline
+    if len(path) == 2 and path[0] == "sections":
+        return Section
+    return {("defaults",): GenerationSettings, ("context",): ContextSettings,
+            ("document",): DocumentSpec}.get(tuple(path))

@@ -1,0 +1,180 @@
+"""The pipeline schema (DESIGN.md §8) as pydantic models: types and ranges of single values.
+
+Cross-references (ids, dependencies, templates, variables) are checked in validate.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from gen.pipeline.graph import dependency_levels
+
+DEFAULT_MODEL = "smollm2-135m"
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+Continuation = Literal["kv", "prefix", "chat"]
+
+
+def _as_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+TopP = Annotated[float, Field(gt=0, le=1)]
+UnitFloat = Annotated[float, Field(ge=0, le=1)]
+StopList = Annotated[list[str], BeforeValidator(_as_list)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class GenerationSettings(_Strict):
+    """Per-round generation settings: `defaults:` and, field by field, each section."""
+
+    max_tokens: PositiveInt = 256
+    max_rounds: PositiveInt = 4
+    temperature: NonNegativeFloat = 0.7
+    top_p: TopP = 1.0
+    top_k: NonNegativeInt = 0
+    min_p: UnitFloat = 0.0
+    repetition_penalty: PositiveFloat = 1.0
+    seed: int | None = None
+    stop: StopList = Field(default_factory=list)
+    min_tokens: NonNegativeInt = 0
+    continuation: Continuation = "kv"
+    system: str | None = None  # a Jinja template, like prompts
+
+
+GENERATION_FIELDS: tuple[str, ...] = tuple(GenerationSettings.model_fields)
+_NULLABLE = frozenset({"seed", "system"})
+
+
+class ContextSettings(_Strict):
+    """The context budget: the window (tokens) and what is kept free for the answer."""
+
+    window: int | Literal["auto"] = "auto"
+    reserve: NonNegativeInt = 256
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, value: Any) -> Any:
+        if value == "auto" or (type(value) is int and value > 0):
+            return value
+        raise ValueError(f"must be 'auto' or an integer > 0, got {value!r}")
+
+
+class Section(_Strict):
+    """One `sections:` entry; a `foreach` section fans out into one instance per item."""
+
+    id: str
+    title: str | None = None  # a Jinja template; default: the fan-out item, else the id
+    prompt: str | None = None  # inline Jinja template
+    template: str | None = None  # a template file name
+    depends_on: list[str] = Field(default_factory=list)
+    foreach: str | None = None  # sections.<id>.items | inputs.<name>
+    parse: Literal["text", "list"] = "text"
+    context: list[str] = Field(default_factory=list)  # section ids, "previous", "all"
+    hidden: bool | None = None  # left out of the default document; default: parse == list
+    target_words: PositiveInt | None = None
+    min_words: PositiveInt | None = None
+    max_words: PositiveInt | None = None
+    # generation overrides; None: inherit from `defaults:`
+    max_tokens: PositiveInt | None = None
+    max_rounds: PositiveInt | None = None
+    temperature: NonNegativeFloat | None = None
+    top_p: TopP | None = None
+    top_k: NonNegativeInt | None = None
+    min_p: UnitFloat | None = None
+    repetition_penalty: PositiveFloat | None = None
+    seed: int | None = None
+    stop: StopList | None = None
+    min_tokens: NonNegativeInt | None = None
+    continuation: Continuation | None = None
+    system: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not IDENTIFIER.match(value):
+            raise ValueError(f"must be an identifier (letters, digits, _), got {value!r}")
+        return value
+
+    @property
+    def in_document(self) -> bool:
+        return not (self.parse == "list" if self.hidden is None else self.hidden)
+
+    def overrides(self) -> dict[str, Any]:
+        """The generation settings this section sets itself."""
+        out = {}
+        for name in GENERATION_FIELDS:
+            value = getattr(self, name)
+            if name in self.model_fields_set and (value is not None or name in _NULLABLE):
+                out[name] = value
+        return out
+
+
+class DocumentSpec(_Strict):
+    """How the finished sections become one document; a bare string names a template file."""
+
+    title: str | None = None  # a Jinja template; default: the pipeline name
+    template: str | None = None  # a template file name
+    inline: str | None = None  # an inline Jinja template
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"template": value} if isinstance(value, str) else value
+
+
+class Pipeline(_Strict):
+    """A whole pipeline file; build it with `load_pipeline`, which also runs the static checks."""
+
+    name: str = "pipeline"
+    model: str = DEFAULT_MODEL
+    base_url: str | None = None
+    api_key_env: str | None = None
+    defaults: GenerationSettings = Field(default_factory=GenerationSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    sections: list[Section] = Field(min_length=1)
+    document: DocumentSpec = Field(default_factory=DocumentSpec)
+
+    _file: str = PrivateAttr(default="<pipeline>")
+    _templates: Any = PrivateAttr(default=None)  # a templates.TemplateSet, set by load_pipeline
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not value.strip() or value in (".", "..") or re.search(r"[/\\\x00]", value):
+            raise ValueError(f"must be usable as a folder name, got {value!r}")
+        return value
+
+    @property
+    def file(self) -> str:
+        """The pipeline file as given to load_pipeline (or '<pipeline>' for text)."""
+        return self._file
+
+    def section(self, section_id: str) -> Section:
+        for section in self.sections:
+            if section.id == section_id:
+                return section
+        raise KeyError(section_id)
+
+    def settings_for(self, section: Section | str) -> GenerationSettings:
+        """`defaults:` with the section's own settings laid over them."""
+        if isinstance(section, str):
+            section = self.section(section)
+        return self.defaults.model_copy(update=section.overrides(), deep=True)
+
+    def execution_order(self) -> list[list[Section]]:
+        """Sections grouped in dependency levels; each level only needs earlier ones."""
+        by_id = {s.id: s for s in self.sections}
+        levels = dependency_levels({s.id: s.depends_on for s in self.sections})
+        return [[by_id[i] for i in level] for level in levels]

@@ -1,0 +1,82 @@
+"""The Jinja2 sandbox for prompts and documents: search folders, a loader that stays inside
+them, StrictUndefined, and the `slug` / `words` filters. No pipeline knowledge here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
+from jinja2.environment import Environment
+from jinja2.sandbox import SandboxedEnvironment
+
+from gen.pipeline.words import count_words, slugify
+
+_REPO_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+class TemplateOutsideFolders(TemplateNotFound):
+    """A template name that would leave the template folders ('..', absolute, symlink out)."""
+
+
+def template_dirs(base_dir: Path | None) -> list[Path]:
+    """Where template files are looked up, first match wins: the pipeline's folder, its
+    `templates/`, the project's `templates/` (beside the pipeline folder, in the working
+    directory, in the source checkout)."""
+    candidates: list[Path] = []
+    if base_dir is not None:
+        candidates += [base_dir, base_dir / "templates", base_dir.parent / "templates"]
+    candidates += [Path.cwd() / "templates", _REPO_TEMPLATES]
+    out: list[Path] = []
+    for candidate in candidates:
+        resolved = candidate.resolve()
+        if resolved.is_dir() and resolved not in out:
+            out.append(resolved)
+    return out
+
+
+class ConfinedLoader(FileSystemLoader):
+    """A FileSystemLoader that refuses names and files outside its folders."""
+
+    def __init__(self, searchpath: Sequence[Path]) -> None:
+        super().__init__([str(p) for p in searchpath])
+        self.roots = [Path(p).resolve() for p in searchpath]
+
+    def get_source(
+        self, environment: Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        pieces = template.replace("\\", "/").split("/")
+        if template.startswith(("/", "\\")) or ".." in pieces or ":" in pieces[0]:
+            raise TemplateOutsideFolders(
+                template, f"template path {template!r} points outside the template folders"
+            )
+        if not self.roots:
+            raise TemplateNotFound(template, f"template {template!r} not found (no template folder)")
+        try:
+            source, filename, uptodate = super().get_source(environment, template)
+        except TemplateNotFound:
+            folders = ", ".join(str(r) for r in self.roots)
+            raise TemplateNotFound(
+                template, f"template {template!r} not found in {folders}"
+            ) from None
+        resolved = Path(filename).resolve()
+        if not any(resolved.is_relative_to(root) for root in self.roots):
+            raise TemplateOutsideFolders(
+                template, f"template {template!r} resolves outside the template folders"
+            )
+        return source, filename, uptodate
+
+
+def make_environment(dirs: Sequence[Path]) -> SandboxedEnvironment:
+    """The sandboxed environment every template of a pipeline is compiled in."""
+    env = SandboxedEnvironment(
+        loader=ConfinedLoader(dirs),
+        undefined=StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["slug"] = slugify
+    env.filters["words"] = count_words
+    return env

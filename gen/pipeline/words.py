@@ -1,0 +1,37 @@
+"""Word counts and LongWriter's length score; each CJK character counts as one word."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+
+
+def count_words(text: str) -> int:
+    """Whitespace-separated words with a letter or digit, plus one per CJK character."""
+    count = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if _CJK_CHAR.fullmatch(token) or any(ch.isalnum() for ch in token):
+            count += 1
+    return count
+
+
+def length_score(target: int, produced: int) -> float:
+    """LongWriter's S_l in [0, 100]: 100 on target, falling off faster when too short."""
+    if target <= 0:
+        raise ValueError(f"target must be > 0, got {target}")
+    if produced <= 0:
+        return 0.0
+    if produced > target:
+        return 100 * max(0.0, 1 - (produced / target - 1) / 3)
+    return 100 * max(0.0, 1 - (target / produced - 1) / 2)
+
+
+def slugify(text: str) -> str:
+    """Lower-case words joined by '-'; letters outside ASCII (CJK included) are kept."""
+    text = unicodedata.normalize("NFKC", str(text)).lower()
+    return re.sub(r"[^\w]+|_+", "-", text).strip("-")

@@ -55,9 +55,10 @@ class ModelConfig:
         rope_type = rope.get("rope_type", rope.get("type")) or rope_params.get("rope_type")
         if rope_type not in (None, "default"):
             raise ValueError(f"unsupported rope scaling {rope_type!r}")
-        if cfg.get("sliding_window") and cfg.get("use_sliding_window", model_type == "mistral"):
-            if cfg["sliding_window"] < cfg.get("max_position_embeddings", 0):
-                raise ValueError("sliding-window attention is not supported")
+        window = cfg.get("sliding_window")
+        uses_window = cfg.get("use_sliding_window", model_type == "mistral")
+        if window and uses_window and window < cfg.get("max_position_embeddings", 0):
+            raise ValueError("sliding-window attention is not supported")
         heads = int(cfg["num_attention_heads"])
         hidden = int(cfg["hidden_size"])
         eos = cfg.get("eos_token_id")

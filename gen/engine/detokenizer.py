@@ -30,6 +30,11 @@ class Detokenizer:
         self.tokenizer = tokenizer
         self.skip_special_tokens = skip_special_tokens
         context = list(prompt_ids[-CONTEXT_IDS:])
+        # a prompt that ends inside a character: leave those ids out of the context, so the
+        # generated rest decodes on its own as in decode(generated_ids) instead of never
+        # matching the context's text (which would hold back every delta until flush()).
+        while context and self._decode(context).endswith(REPLACEMENT):
+            context.pop()
         self.ids: list[int] = context  # the window: released context ids, then pending ids
         self.read_offset = len(context)  # ids before this were already released
 
@@ -44,6 +49,11 @@ class Detokenizer:
         self.ids.extend(new)
         prefix_text = self._decode(self.ids[: self.read_offset])
         full_text = self._decode(self.ids)
+        if full_text == prefix_text:
+            # the new ids show nothing (skipped special tokens): drop them, so a long run
+            # of them (ignore_eos) doesn't grow the window and every decode with it.
+            del self.ids[self.read_offset :]
+            return ""
         if full_text.endswith(REPLACEMENT) or len(full_text) <= len(prefix_text):
             # an incomplete UTF-8 sequence at the end, or nothing visible yet: wait.
             return ""

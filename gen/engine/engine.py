@@ -14,7 +14,7 @@ from gen.engine.model_runner import CausalLM, ModelRunner
 from gen.engine.sampler import sample
 from gen.engine.sampling_params import SamplingParams
 from gen.engine.scheduler import Scheduler
-from gen.engine.sequence import Output, Sequence
+from gen.engine.sequence import Output, Sequence, Status
 
 
 class Engine:
@@ -31,14 +31,22 @@ class Engine:
         cfg = model.cfg
         self.tokenizer = tokenizer
         self.eos_ids = cfg.eos_token_ids
-        self.max_model_len = min(max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings)
+        self.max_model_len = min(
+            max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings
+        )
         self.runner = ModelRunner(model, max_slots, self.max_model_len, dtype)
-        self.scheduler = Scheduler(max_slots, max_prefill_tokens)
+        self.scheduler = Scheduler(max_prefill_tokens)
         self.requests: dict[str, Sequence] = {}
 
     def add_request(
-        self, prompt_ids: list[int], params: SamplingParams, request_id: str | None = None
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        request_id: str | None = None,
+        hold: bool = False,
     ) -> str:
+        """Queue a request. With hold=True a round that reaches max_tokens parks the request
+        with its KV cache and text state, for `resume` (another round) or `release`."""
         if len(prompt_ids) >= self.max_model_len:
             raise ValueError(
                 f"prompt has {len(prompt_ids)} tokens; the context window holds "
@@ -46,7 +54,7 @@ class Engine:
             )
         if request_id is not None and request_id in self.requests:
             raise ValueError(f"request id {request_id!r} is already in use")
-        seq = Sequence(prompt_ids, params, self.tokenizer, self.eos_ids, request_id)
+        seq = Sequence(prompt_ids, params, self.tokenizer, self.eos_ids, request_id, hold)
         self.requests[seq.request_id] = seq
         self.scheduler.add(seq)
         return seq.request_id
@@ -60,12 +68,29 @@ class Engine:
         self.runner.release_slot(seq)
         return seq.abort()
 
+    def resume(self, request_id: str, max_tokens: int) -> int:
+        """Continue a parked request for up to max_tokens more; nothing is re-prefilled.
+        Returns the tokens of context carried over in the cache."""
+        seq = self.requests[request_id]
+        carried = seq.resume(max_tokens)
+        self.scheduler.resume(seq)
+        return carried
+
+    def release(self, request_id: str) -> Output | None:
+        """Finish a parked request: free its KV memory and return its held-back text."""
+        seq = self.requests.pop(request_id, None)
+        if seq is None or seq.finished:
+            return None
+        self.scheduler.remove(seq)
+        self.runner.release_slot(seq)
+        return seq.release() if seq.status is Status.PARKED else seq.abort()
+
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 
     def step(self) -> list[Output]:
         """One scheduling round: prefill admitted requests, decode the running ones."""
-        plan = self.scheduler.plan()
+        plan = self.scheduler.plan(self.runner.slots.free)
         outputs: list[Output] = []
         # 1) prefill: each admitted request gets its slot, runs its prompt, samples a token.
         for seq in plan.prefill:
@@ -90,7 +115,9 @@ class Engine:
         outputs = []
         for seq, token in zip(seqs, tokens, strict=True):
             out = seq.append(token, self.max_model_len)
-            if seq.finished:
+            if seq.status is Status.PARKED:
+                self.scheduler.remove(seq)
+            elif seq.finished:
                 self.scheduler.remove(seq)
                 self.runner.release_slot(seq)
                 self.requests.pop(seq.request_id, None)
@@ -110,7 +137,9 @@ class Engine:
         finally:
             self.abort(rid)
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[Completion]:
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]
+    ) -> list[Completion]:
         """Run several requests together to the end; results in input order."""
         plist = params if isinstance(params, list) else [params] * len(prompts)
         ids = [self.add_request(p, sp) for p, sp in zip(prompts, plist, strict=True)]

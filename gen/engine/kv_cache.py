@@ -70,7 +70,12 @@ class KVCache:
         self.slots, self.capacity = new_slots, new_cap
 
     def write(
-        self, layer: int, slots: torch.Tensor, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+        self,
+        layer: int,
+        slots: torch.Tensor,
+        positions: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
     ) -> None:
         """Store k, v (B, kv_heads, T, D) at `positions` (B, T) of rows `slots` (B,)."""
         rows = slots[:, None]  # (B, 1)
@@ -104,8 +109,9 @@ class SlotManager:
     def used(self) -> int:
         return len(self.owners)
 
-    def can_allocate(self) -> bool:
-        return self.used < self.cache.max_slots
+    @property
+    def free(self) -> int:
+        return self.cache.max_slots - self.used
 
     def allocate(self, owner: object, tokens: int) -> int:
         slot = self.used
@@ -118,7 +124,7 @@ class SlotManager:
         self.cache.reserve(self.cache.slots, tokens)
         self.lengths[slot] = max(self.lengths[slot], tokens)
 
-    def free(self, slot: int, on_move: Callable[[object, int], None]) -> None:
+    def release(self, slot: int, on_move: Callable[[object, int], None]) -> None:
         """Release `slot`; the last row moves into it and `on_move(owner, new_slot)` is called."""
         last = self.used - 1
         if slot != last:

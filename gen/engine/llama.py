@@ -111,7 +111,7 @@ class Batch:
         tables: tuple[torch.Tensor, torch.Tensor],
         group_size: int,
     ) -> None:
-        b, t = positions.shape
+        b = positions.shape[0]
         self.cache = cache
         self.slots = slots  # (B,)
         self.positions = positions  # (B, T)

@@ -46,7 +46,7 @@ class ModelRunner:
             assert isinstance(owner, Sequence)
             owner.slot = slot
 
-        self.slots.free(seq.slot, moved)
+        self.slots.release(seq.slot, moved)
         seq.slot = None
 
     @torch.inference_mode()

@@ -16,7 +16,8 @@ from gen.engine.sampling_params import SamplingParams
 def apply_repetition_penalty(
     logits: torch.Tensor, seen: torch.Tensor, penalty: float
 ) -> torch.Tensor:
-    """Hugging Face's rule on a (vocab,) row: divide positive logits of seen ids, multiply negative."""
+    """Hugging Face's rule on a (vocab,) row: positive logits of seen ids are divided,
+    negative ones multiplied."""
     scores = logits[seen]
     logits[seen] = torch.where(scores < 0, scores * penalty, scores / penalty)
     return logits

@@ -15,8 +15,7 @@ class Plan:
 
 
 class Scheduler:
-    def __init__(self, max_running: int, max_prefill_tokens: int) -> None:
-        self.max_running = max_running
+    def __init__(self, max_prefill_tokens: int) -> None:
         self.max_prefill_tokens = max_prefill_tokens
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
@@ -27,11 +26,11 @@ class Scheduler:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def plan(self) -> Plan:
+    def plan(self, free_slots: int) -> Plan:
         """Decode every running sequence; admit waiting ones while slots and the budget last."""
         plan = Plan(decode=list(self.running))
         budget = self.max_prefill_tokens
-        while self.waiting and len(self.running) < self.max_running:
+        while self.waiting and len(plan.prefill) < free_slots:
             seq = self.waiting[0]
             cost = len(seq.pending_ids())
             if plan.prefill and cost > budget:
@@ -42,6 +41,10 @@ class Scheduler:
             plan.prefill.append(seq)
             budget -= cost
         return plan
+
+    def resume(self, seq: Sequence) -> None:
+        """A parked sequence (it keeps its slot) rejoins the decode batch."""
+        self.running.append(seq)
 
     def remove(self, seq: Sequence) -> None:
         if seq in self.running:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -18,6 +18,7 @@ _ids = itertools.count()
 class Status(enum.Enum):
     WAITING = "waiting"
     RUNNING = "running"
+    PARKED = "parked"  # a round ended at max_tokens; KV kept for a continuation round
     FINISHED = "finished"
 
 
@@ -34,6 +35,7 @@ class Output:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
+    parked: bool = False  # the round ended at max_tokens and the request can resume
 
 
 class Sequence:
@@ -44,6 +46,7 @@ class Sequence:
         tokenizer: Tokenizer,
         eos_ids: tuple[int, ...],
         request_id: str | None = None,
+        hold: bool = False,
     ) -> None:
         if not prompt_ids:
             raise ValueError("prompt must hold at least one token")
@@ -51,6 +54,8 @@ class Sequence:
         self.prompt_ids = list(prompt_ids)
         self.params = params
         self.eos_ids = eos_ids
+        self.hold = hold  # park instead of finishing when a round reaches max_tokens
+        self.round_start = 0  # completion_tokens when the current round began
         self.output_ids: list[int] = []  # generated ids, without a final EOS / stop token
         self.completion_tokens = 0  # every sampled token, a final EOS / stop token included
         self.cached_prompt_tokens = 0
@@ -112,13 +117,37 @@ class Sequence:
             # stop: a stop string completed (possibly across tokens)
             return self._finish(match.text, "stop", match.stop, flush=False)
         out = Output(self.request_id, shown, [token])
-        if self.completion_tokens >= p.max_tokens:
-            # stop: max_tokens reached
+        if self.completion_tokens - self.round_start >= p.max_tokens:
+            # stop: max_tokens reached (a held sequence parks with its text state intact)
+            if self.hold and self.total_len < max_model_len:
+                return self._park(shown)
             return self._finish(shown, "length", None)
         if self.total_len >= max_model_len:
             # stop: the context window is full
             return self._finish(shown, "length", None)
         return out
+
+    def _park(self, shown: str) -> Output:
+        self.status = Status.PARKED
+        self.finish_reason, self.stop_reason = "length", None
+        out = self._report(shown, [self.last_token] if self.last_token is not None else [])
+        out.parked = True
+        return out
+
+    def resume(self, max_tokens: int) -> int:
+        """Start another round of up to max_tokens; returns the tokens it carries over."""
+        if self.status is not Status.PARKED:
+            raise ValueError(f"request {self.request_id} is {self.status.value}, not parked")
+        self.params = replace(self.params, max_tokens=max_tokens, min_tokens=0)
+        self.round_start = self.completion_tokens
+        self.status = Status.RUNNING
+        self.finish_reason = None
+        self.cached_prompt_tokens = self.total_len
+        return self.cached_prompt_tokens
+
+    def release(self) -> Output:
+        """End a parked sequence: the text still held back is released."""
+        return self._finish("", "length", None)
 
     def abort(self) -> Output:
         return self._finish("", "abort", None)
@@ -133,20 +162,27 @@ class Sequence:
                 reason, stop_reason = "stop", match.stop
             else:
                 shown += tail + self.matcher.flush()
+        was_parked = self.status is Status.PARKED
         self.status = Status.FINISHED
         self.finish_reason = reason
         self.stop_reason = stop_reason
-        # ids reported are the ones added to output_ids: not a final EOS / stop token
-        appended = reason == "length" or isinstance(stop_reason, str)
-        tokens = [self.last_token] if appended and self.last_token is not None else []
+        # ids reported are the ones added to output_ids: not a final EOS / stop token,
+        # and not the last token of a parked round again
+        appended = (reason == "length" or isinstance(stop_reason, str)) and not was_parked
+        return self._report(
+            shown, [self.last_token] if appended and self.last_token is not None else []
+        )
+
+    def _report(self, shown: str, tokens: list[int]) -> Output:
+        """A finishing Output for this round; token counts are the round's own."""
         return Output(
             self.request_id,
             shown,
             tokens,
             finished=True,
-            finish_reason=reason,
-            stop_reason=stop_reason,
-            prompt_tokens=len(self.prompt_ids),
-            completion_tokens=self.completion_tokens,
+            finish_reason=self.finish_reason,
+            stop_reason=self.stop_reason,
+            prompt_tokens=len(self.prompt_ids) + self.round_start,
+            completion_tokens=self.completion_tokens - self.round_start,
             cached_prompt_tokens=self.cached_prompt_tokens,
         )

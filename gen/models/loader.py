@@ -49,7 +49,9 @@ def read_config(path: Path, tokenizer: Any) -> ModelConfig:
         extra.append(int(tokenizer.eos_token_id))
     try:
         return ModelConfig.from_hf(cfg, tuple(extra))
-    except (KeyError, ValueError) as exc:
+    except KeyError as exc:
+        raise ModelError(f"{path / 'config.json'}: missing the key {exc.args[0]!r}") from exc
+    except ValueError as exc:
         raise ModelError(f"{path}: {exc}") from exc
 
 

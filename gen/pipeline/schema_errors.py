@@ -56,10 +56,7 @@ def _data_path(err: ErrorDetails, data: Any) -> YamlPath:
     node = data
     loc = err["loc"]
     for i, step in enumerate(loc):
-        if isinstance(node, dict) and step in node:
-            path.append(step)
-            node = node[step]
-        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+        if _has(node, step):
             path.append(step)
             node = node[step]
         elif i == len(loc) - 1 and err["type"] in ("missing", "extra_forbidden"):
@@ -69,15 +66,21 @@ def _data_path(err: ErrorDetails, data: Any) -> YamlPath:
     return tuple(path)
 
 
+def _has(node: Any, step: Any) -> bool:
+    if isinstance(node, dict):
+        return step in node
+    return isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+
+
 def _message(path: YamlPath, err: ErrorDetails) -> str:
     kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
     if kind == "missing":
         prefix = f"{format_path(path)}: " if path else ""
         return f"{prefix}missing required key '{err['loc'][-1]}'"
     if kind == "extra_forbidden":
-        key = path[-1]
-        where = "top-level key" if len(path) == 1 else f"key in {format_path(path[:-1])}"
-        return f"unknown {where} {key!r}{_suggest(str(key), path[:-1])}"
+        key, parent = path[-1], path[:-1]
+        prefix = f"{format_path(parent)}: unknown key" if parent else "unknown top-level key"
+        return f"{prefix} {key!r}{_suggest(str(key), parent)}"
     return f"{format_path(path)}: {_describe(kind, ctx, got, err['msg'])}"
 
 
@@ -125,5 +128,9 @@ def _model_at(path: YamlPath) -> type[BaseModel] | None:
         return Pipeline
     if len(path) == 2 and path[0] == "sections":
         return Section
-    return {("defaults",): GenerationSettings, ("context",): ContextSettings,
-            ("document",): DocumentSpec}.get(tuple(path))
+    by_path: dict[YamlPath, type[BaseModel]] = {
+        ("defaults",): GenerationSettings,
+        ("context",): ContextSettings,
+        ("document",): DocumentSpec,
+    }
+    return by_path.get(tuple(path))

@@ -6,8 +6,11 @@ Pure text formatting; knows nothing about YAML, templates or pipelines.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from gen.errors import ConfigError
+
+E = TypeVar("E", bound=ConfigError)
 
 
 def snippet(lines: Sequence[str], line: int, col: int, width: int = 1) -> str:
@@ -28,8 +31,8 @@ def located_error(
     lines: Sequence[str],
     line: int,
     col: int,
-    width: int = 1,
-    cls: type[ConfigError] = ConfigError,
-) -> ConfigError:
-    """A ConfigError (or subclass) at FILE:LINE:COL carrying its snippet."""
+    width: int,
+    cls: type[E],
+) -> E:
+    """A ConfigError (or the subclass `cls`) at FILE:LINE:COL carrying its snippet."""
     return cls(message, file=file, line=line, col=col, snippet=snippet(lines, line, col, width))

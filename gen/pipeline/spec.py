@@ -8,12 +8,21 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from gen.pipeline.graph import dependency_levels
 
 DEFAULT_MODEL = "smollm2-135m"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FOREACH = re.compile(r"^\s*(?:sections\.(?P<section>\w+)\.items|inputs\.(?P<input>\w+))\s*$")
 
 Continuation = Literal["kv", "prefix", "chat"]
 
@@ -109,6 +118,20 @@ class Section(_Strict):
     @property
     def in_document(self) -> bool:
         return not (self.parse == "list" if self.hidden is None else self.hidden)
+
+    def foreach_target(self) -> tuple[Literal["sections", "inputs"], str] | None:
+        """("sections", id) or ("inputs", name) for `foreach:`; None without one.
+        Raises ValueError for any other expression."""
+        if self.foreach is None:
+            return None
+        match = _FOREACH.match(self.foreach)
+        if match is None:
+            raise ValueError(
+                f"must be `sections.<id>.items` or `inputs.<name>`, got {self.foreach!r}"
+            )
+        if match["section"]:
+            return "sections", match["section"]
+        return "inputs", match["input"]
 
     def overrides(self) -> dict[str, Any]:
         """The generation settings this section sets itself."""

@@ -42,6 +42,7 @@ class ConfinedLoader(FileSystemLoader):
     def __init__(self, searchpath: Sequence[Path]) -> None:
         super().__init__([str(p) for p in searchpath])
         self.roots = [Path(p).resolve() for p in searchpath]
+        self.loaded: set[str] = set()  # file names handed out, to spot template frames
 
     def get_source(
         self, environment: Environment, template: str
@@ -52,7 +53,9 @@ class ConfinedLoader(FileSystemLoader):
                 template, f"template path {template!r} points outside the template folders"
             )
         if not self.roots:
-            raise TemplateNotFound(template, f"template {template!r} not found (no template folder)")
+            raise TemplateNotFound(
+                template, f"template {template!r} not found (no template folder)"
+            )
         try:
             source, filename, uptodate = super().get_source(environment, template)
         except TemplateNotFound:
@@ -65,6 +68,7 @@ class ConfinedLoader(FileSystemLoader):
             raise TemplateOutsideFolders(
                 template, f"template {template!r} resolves outside the template folders"
             )
+        self.loaded.add(filename)
         return source, filename, uptodate
 
 

@@ -78,11 +78,10 @@ class SourceMap:
         message: str,
         *,
         at: Literal["key", "value"] = "value",
-        cls: type[ConfigError] = ConfigError,
     ) -> ConfigError:
         """A located error for the key or value at `path`."""
         span = self.key_span(path) if at == "key" else self.value_span(path)
-        return self.error_at(span.line, span.col, message, span.width, cls)
+        return self.error_at(span.line, span.col, message, span.width)
 
     def error_at(
         self,
@@ -90,9 +89,8 @@ class SourceMap:
         col: int,
         message: str,
         width: int = 1,
-        cls: type[ConfigError] = ConfigError,
     ) -> ConfigError:
-        return located_error(message, self.file, self.lines, line, col, width, cls)
+        return located_error(message, self.file, self.lines, line, col, width, ConfigError)
 
 
 def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
@@ -144,7 +142,9 @@ class _Builder:
             key = self.loader.construct_object(key_node, deep=True)
             if key in out:
                 first = self.smap.keys[(*path, key)]
-                raise self._error(key_node, f"duplicate key {key!r} (first defined on line {first.line})")
+                raise self._error(
+                    key_node, f"duplicate key {key!r} (first defined on line {first.line})"
+                )
             self.smap.keys[(*path, key)] = Span.of(key_node)
             out[key] = self.build(value_node, (*path, key))
         return out

@@ -1,0 +1,36 @@
+"""Backends: the built-in engine or a remote OpenAI-compatible server, behind one protocol."""
+
+from __future__ import annotations
+
+from gen.backends.base import Backend, Delta, Message, Stream
+from gen.errors import ModelError
+
+__all__ = ["Backend", "Delta", "Message", "Stream", "open_backend"]
+
+
+def open_backend(
+    spec: str,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    context_window: int | None = None,
+) -> Backend:
+    """A backend for a model spec: `openai:<model>` is remote, anything else loads locally."""
+    from gen.models import resolve
+
+    ms = resolve(spec)
+    if ms.kind == "openai":
+        import os
+
+        from gen.backends.openai import DEFAULT_WINDOW, OpenAIBackend
+
+        key = None
+        if api_key_env:
+            key = os.environ.get(api_key_env)
+            if key is None:
+                raise ModelError(f"environment variable {api_key_env} (api_key_env) is not set")
+        assert ms.remote_model is not None
+        return OpenAIBackend(ms.remote_model, base_url, key, context_window or DEFAULT_WINDOW)
+    from gen.backends.local import LocalBackend
+    from gen.models import load_model
+
+    return LocalBackend(load_model(ms))

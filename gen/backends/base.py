@@ -1,0 +1,54 @@
+"""The Backend protocol: chat messages in, streamed text deltas out, rounds on request."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from gen.engine import SamplingParams
+
+Message = dict[str, str]
+
+
+@dataclass(slots=True)
+class Delta:
+    """A piece of streamed text; the last one of a round carries finish_reason and usage."""
+
+    text: str
+    finish_reason: str | None = None
+    stop_reason: int | str | None = None
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Stream(Protocol):
+    """One generation. `rounds()` yields the current round's deltas; a round that ended
+    with "length" can go on with `resume()` where the backend keeps state (kv)."""
+
+    def deltas(self) -> AsyncIterator[Delta]: ...
+
+    async def resume(self, max_tokens: int) -> None: ...
+
+    async def close(self) -> str: ...
+
+
+class Backend(Protocol):
+    name: str  # "local" | "openai"
+    model: str
+    context_window: int
+    supports_kv: bool  # can a stream resume from its cache (the `kv` strategy)?
+
+    def count_tokens(self, messages: list[Message]) -> int: ...
+
+    async def chat(
+        self,
+        messages: list[Message],
+        params: SamplingParams,
+        *,
+        hold: bool = False,
+        continue_final: bool = False,
+    ) -> Stream: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,111 @@
+"""The built-in engine as a Backend: one shared Engine, async streams, `kv` continuation."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+
+from gen.backends.base import Delta, Message
+from gen.backends.driver import EngineDriver
+from gen.engine import Engine, Output, SamplingParams
+from gen.engine.chat import encode_chat
+from gen.errors import BackendError, ContextOverflowError
+from gen.models import LoadedModel
+
+_ids = itertools.count()
+
+
+class LocalStream:
+    def __init__(self, driver: EngineDriver, request_id: str) -> None:
+        self.driver = driver
+        self.request_id = request_id
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[Output | BaseException] = asyncio.Queue()
+        self.parked = False
+        self.closed = False
+
+    def deliver(self, item: Output | BaseException) -> None:
+        """Called on the driver thread."""
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    async def deltas(self) -> AsyncIterator[Delta]:
+        while True:
+            item = await self.queue.get()
+            if isinstance(item, BaseException):
+                self.closed = True
+                raise BackendError(f"generation failed: {item}") from item
+            if not item.finished:
+                if item.text:
+                    yield Delta(item.text)
+                continue
+            self.parked = item.parked and not self.closed
+            yield Delta(
+                item.text,
+                finish_reason=item.finish_reason,
+                stop_reason=item.stop_reason,
+                prompt_tokens=item.prompt_tokens,
+                cached_prompt_tokens=item.cached_prompt_tokens,
+                completion_tokens=item.completion_tokens,
+            )
+            return
+
+    async def resume(self, max_tokens: int) -> None:
+        if not self.parked:
+            raise BackendError("only a round that ended with 'length' can be resumed")
+        self.parked = False
+        self.driver.resume(self.request_id, max_tokens)
+
+    async def close(self) -> str:
+        """End the generation (frees its KV memory); returns text still held back."""
+        if self.closed:
+            return ""
+        self.closed = True
+        if not self.parked:
+            self.driver.abort(self.request_id)
+            return ""
+        self.parked = False
+        self.driver.release(self.request_id)
+        item = await self.queue.get()
+        return item.text if isinstance(item, Output) else ""
+
+
+class LocalBackend:
+    name = "local"
+    supports_kv = True
+
+    def __init__(self, loaded: LoadedModel, max_slots: int = 16) -> None:
+        self.loaded = loaded
+        self.model = loaded.name
+        self.tokenizer = loaded.tokenizer
+        self.context_window = loaded.context_window
+        self.engine = Engine(loaded.model, loaded.tokenizer, max_slots=max_slots)
+        self.driver = EngineDriver(self.engine)
+
+    def encode(self, messages: list[Message], continue_final: bool = False) -> list[int]:
+        return encode_chat(self.tokenizer, messages, continue_final_message=continue_final)
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return len(self.encode(messages))
+
+    async def chat(
+        self,
+        messages: list[Message],
+        params: SamplingParams,
+        *,
+        hold: bool = False,
+        continue_final: bool = False,
+    ) -> LocalStream:
+        ids = self.encode(messages, continue_final)
+        if len(ids) >= self.engine.max_model_len:
+            raise ContextOverflowError(
+                f"prompt has {len(ids)} tokens; the context window is {self.engine.max_model_len}",
+                prompt_tokens=len(ids),
+                limit=self.engine.max_model_len,
+            )
+        stream = LocalStream(self.driver, f"local-{next(_ids)}")
+        self.driver.submit(stream.request_id, ids, params, stream.deliver, hold=hold)
+        return stream
+
+    async def aclose(self) -> None:
+        self.driver.stop()

@@ -1,0 +1,180 @@
+"""`gen` commands. The only module that prints for the user or exits the process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from gen.errors import GenError
+
+EPILOG = """examples:
+  gen run pipelines/quickstart.yaml --stream
+  gen run pipelines/tech-report.yaml --set topic="The printing press"
+  gen validate pipelines/zh-article.yaml
+  gen generate "Translate to Chinese: Good morning." --temperature 0
+  gen models prepare smollm2-135m
+"""
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _default_model() -> str:
+    return os.environ.get("GEN_MODEL", "smollm2-135m")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gen",
+        description="Declarative long-document generation with a built-in decode engine.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    g = sub.add_parser("generate", help="stream one chat completion to stdout")
+    g.add_argument("prompt", help="the user message")
+    g.add_argument(
+        "-m", "--model", default=None, help="model spec (default $GEN_MODEL or smollm2-135m)"
+    )
+    g.add_argument("-s", "--system", default=None, help="system message")
+    g.add_argument("-n", "--max-tokens", type=int, default=256)
+    g.add_argument("-t", "--temperature", type=float, default=0.7)
+    g.add_argument("--top-p", type=float, default=1.0)
+    g.add_argument("--top-k", type=int, default=0)
+    g.add_argument("--min-p", type=float, default=0.0)
+    g.add_argument("--repetition-penalty", type=float, default=1.0)
+    g.add_argument("--min-tokens", type=int, default=0)
+    g.add_argument("--ignore-eos", action="store_true")
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
+
+    m = sub.add_parser("models", help="list or prepare models")
+    m.add_argument("action", nargs="?", choices=["list", "prepare"], default="list")
+    m.add_argument("spec", nargs="?", default=None, help="model spec for prepare")
+
+    from gen import cli_pipeline
+
+    cli_pipeline.add_commands(sub)
+    return p
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from gen.backends import open_backend
+    from gen.engine import SamplingParams
+
+    params = SamplingParams(
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        min_p=args.min_p,
+        repetition_penalty=args.repetition_penalty,
+        min_tokens=args.min_tokens,
+        ignore_eos=args.ignore_eos,
+        seed=args.seed,
+        stop=tuple(args.stop),
+    )
+    messages = [{"role": "user", "content": args.prompt}]
+    if args.system:
+        messages.insert(0, {"role": "system", "content": args.system})
+    spec = args.model or _default_model()
+    print(f"loading {spec} ...", file=sys.stderr, flush=True)
+    backend = open_backend(spec)
+
+    async def go() -> dict[str, Any]:
+        stream = await backend.chat(messages, params)
+        text = ""
+        result: dict[str, Any] = {}
+        try:
+            async for d in stream.deltas():
+                text += d.text
+                if not args.json and d.text:
+                    sys.stdout.write(d.text)
+                    sys.stdout.flush()
+                if d.finish_reason is not None:
+                    result = {
+                        "text": text,
+                        "finish_reason": d.finish_reason,
+                        "stop_reason": d.stop_reason,
+                        "usage": {
+                            "prompt_tokens": d.prompt_tokens,
+                            "completion_tokens": d.completion_tokens,
+                            "total_tokens": d.prompt_tokens + d.completion_tokens,
+                        },
+                    }
+        finally:
+            await stream.close()
+            await backend.aclose()
+        return result
+
+    result = asyncio.run(go())
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        sys.stdout.write("\n")
+        u = result["usage"]
+        print(
+            f"finish_reason={result['finish_reason']} stop_reason={result['stop_reason']!r} "
+            f"prompt_tokens={u['prompt_tokens']} completion_tokens={u['completion_tokens']}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from gen.models import BUNDLED_NAME, gen_home, prepare, resolve
+    from gen.models.store import cached_models
+
+    if args.action == "prepare":
+        spec = args.spec or _default_model()
+        print(
+            f"preparing {spec} (a GGUF is converted once; this can take a minute) ...",
+            file=sys.stderr,
+        )
+        path = prepare(resolve(spec))
+        print(path)
+        return 0
+    try:
+        bundled = str(resolve(BUNDLED_NAME).path)
+    except GenError as exc:
+        bundled = f"unavailable: {exc}"
+    print(f"{BUNDLED_NAME}\t(bundled) {bundled}")
+    for path in cached_models():
+        print(f"{path.name}\t(converted) {path}")
+    print(f"# cache: {gen_home() / 'models'}", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _quiet_libraries()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"generate": cmd_generate, "models": cmd_models}
+    from gen import cli_pipeline
+
+    handlers.update(cli_pipeline.HANDLERS)
+    try:
+        return handlers[args.command](args)
+    except GenError as exc:
+        print(f"error: {exc}" if not getattr(exc, "location", "") else str(exc), file=sys.stderr)
+        return exc.exit_code
+    except ValueError as exc:  # invalid settings from the command line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

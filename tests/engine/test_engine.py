@@ -1,0 +1,197 @@
+"""The engine with a tiny random Llama: batching, seeds, aborts, slots and validation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gen.engine import Engine, SamplingParams
+from tests.fakes import ByteTokenizer
+
+MakeEngine = Callable[..., Engine]
+tok = ByteTokenizer()
+PROMPTS = [tok.encode(p) for p in ("Hello", "a", "The quick brown fox jumps", "你好，世界 🎉")]
+GREEDY = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+SAMPLED: dict[str, Any] = {
+    "temperature": 0.8,
+    "top_p": 0.9,
+    "top_k": 20,
+    "min_p": 0.05,
+    "max_tokens": 24,
+}
+
+
+def solo(engine: Engine, prompt: list[int], params: SamplingParams) -> list[int]:
+    return engine.generate([prompt], params)[0].token_ids
+
+
+def test_batched_greedy_equals_solo_greedy(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    alone = [solo(engine, p, GREEDY) for p in PROMPTS]
+    together = engine.generate(PROMPTS, GREEDY)
+    assert [c.token_ids for c in together] == alone
+    assert all(len(ids) == 24 for ids in alone)
+    assert len({tuple(ids) for ids in alone}) == len(PROMPTS)  # the prompts matter
+
+
+def test_requests_beyond_max_slots_wait_and_all_complete(make_engine: MakeEngine) -> None:
+    engine = make_engine(max_slots=2)
+    alone = [solo(engine, p, GREEDY) for p in PROMPTS]
+    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in (24, 5, 24, 9)]
+    ids = [engine.add_request(p, sp) for p, sp in zip(PROMPTS, params, strict=True)]
+    tokens: dict[str, list[int]] = {i: [] for i in ids}
+    finished: list[str] = []
+    while engine.has_unfinished():
+        for out in engine.step():
+            tokens[out.request_id] += out.token_ids
+            if out.finished:
+                finished.append(out.request_id)
+        assert engine.runner.slots.used <= 2
+    assert sorted(finished) == sorted(ids)
+    for rid, expected, sp in zip(ids, alone, params, strict=True):
+        assert tokens[rid] == expected[: sp.max_tokens]
+    assert engine.runner.slots.used == 0
+
+
+def test_seeded_sampling_is_reproducible_alone_or_batched(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    p = PROMPTS[0]
+    seed7 = SamplingParams(seed=7, **SAMPLED)
+    alone = solo(engine, p, seed7)
+    assert solo(engine, p, seed7) == alone
+    others = [SamplingParams(seed=s, **SAMPLED) for s in (1, 2)] + [GREEDY]
+    batch = engine.generate(
+        [PROMPTS[2], p, PROMPTS[1], PROMPTS[3]], [others[0], seed7, *others[1:]]
+    )
+    assert batch[1].token_ids == alone
+    different = [solo(engine, p, SamplingParams(seed=s, **SAMPLED)) for s in (8, 9)]
+    assert alone not in different and different[0] != different[1]
+
+
+def test_unseeded_sampling_varies(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    runs = {tuple(solo(engine, PROMPTS[0], SamplingParams(**SAMPLED))) for _ in range(3)}
+    assert len(runs) > 1
+
+
+def test_abort_mid_generation_frees_the_slot(make_engine: MakeEngine) -> None:
+    engine = make_engine(max_slots=4)
+    alone = [solo(engine, p, GREEDY) for p in PROMPTS[:3]]
+    ids = [engine.add_request(p, GREEDY) for p in PROMPTS[:3]]
+    tokens: dict[str, list[int]] = {i: [] for i in ids}
+    for _ in range(4):
+        for out in engine.step():
+            tokens[out.request_id] += out.token_ids
+    assert engine.runner.slots.used == 3
+    aborted = engine.abort(ids[0])  # the first slot: the last row moves into its place
+    assert aborted is not None and aborted.finish_reason == "abort"
+    assert engine.runner.slots.used == 2
+    assert engine.abort(ids[0]) is None
+    while engine.has_unfinished():
+        for out in engine.step():
+            tokens[out.request_id] += out.token_ids
+    # the survivors were not disturbed by the slot move
+    assert [tokens[i] for i in ids[1:]] == alone[1:]
+    assert engine.runner.slots.used == 0 and not engine.has_unfinished()
+
+
+def test_abort_everything(make_engine: MakeEngine) -> None:
+    engine = make_engine(max_slots=1)
+    ids = [engine.add_request(p, GREEDY) for p in PROMPTS]  # one runs, the others wait
+    engine.step()
+    engine.step()
+    for rid in reversed(ids):
+        out = engine.abort(rid)
+        assert out is not None and out.finished and out.finish_reason == "abort"
+    assert engine.runner.slots.used == 0
+    assert not engine.has_unfinished()
+    assert engine.step() == []
+
+
+def test_closing_a_stream_early_aborts_its_request(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    stream = engine.stream(PROMPTS[0], GREEDY)
+    first = [next(stream) for _ in range(3)]
+    assert not any(o.finished for o in first)
+    assert engine.runner.slots.used == 1
+    stream.close()  # type: ignore[attr-defined]  # a generator
+    assert engine.runner.slots.used == 0 and not engine.has_unfinished()
+
+
+def test_stream_yields_the_same_tokens_as_generate(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    outs = list(engine.stream(PROMPTS[2], GREEDY))
+    assert [t for o in outs for t in o.token_ids] == solo(engine, PROMPTS[2], GREEDY)
+    assert outs[-1].finished and outs[-1].finish_reason == "length"
+
+
+def test_prompt_must_fit_the_window(make_engine: MakeEngine) -> None:
+    engine = make_engine(max_model_len=16)
+    with pytest.raises(ValueError, match="16"):
+        engine.add_request(list(range(1, 17)), GREEDY)
+    c = engine.generate([list(range(1, 16))], GREEDY)[0]  # 15 tokens: room for one more
+    assert (c.finish_reason, len(c.token_ids)) == ("length", 1)
+    assert not engine.has_unfinished()
+
+
+def test_max_model_len_is_capped_by_the_model(
+    make_engine: MakeEngine, make_tiny_model: Any
+) -> None:
+    engine = make_engine(make_tiny_model(max_position_embeddings=32), max_model_len=1000)
+    assert engine.max_model_len == 32
+    with pytest.raises(ValueError, match="32"):
+        engine.add_request(list(range(1, 33)), GREEDY)
+
+
+def test_empty_prompt_and_duplicate_ids_are_rejected(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    with pytest.raises(ValueError, match="at least one token"):
+        engine.add_request([], GREEDY)
+    engine.add_request(PROMPTS[0], GREEDY, request_id="r1")
+    with pytest.raises(ValueError, match="r1"):
+        engine.add_request(PROMPTS[1], GREEDY, request_id="r1")
+
+
+def test_repetition_penalty_changes_a_repetitive_greedy_output(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    plain = solo(engine, PROMPTS[0], SamplingParams(temperature=0, max_tokens=30, ignore_eos=True))
+    assert max(plain.count(t) for t in set(plain)) >= 4  # the random model loops
+    penalised = solo(
+        engine,
+        PROMPTS[0],
+        SamplingParams(temperature=0, max_tokens=30, ignore_eos=True, repetition_penalty=1.5),
+    )
+    assert penalised != plain
+    assert len(set(penalised)) > len(set(plain))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_tokens", 0),
+        ("max_tokens", -3),
+        ("temperature", -0.5),
+        ("top_k", -1),
+        ("top_p", 0.0),
+        ("top_p", 1.5),
+        ("min_p", -0.1),
+        ("min_p", 1.25),
+        ("repetition_penalty", 0.0),
+        ("repetition_penalty", -1.0),
+        ("min_tokens", -2),
+        ("min_tokens", 300),
+    ],
+)
+def test_sampling_params_validation(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=rf"{field}.*{re.escape(str(value))}"):
+        SamplingParams(**{field: value})  # type: ignore[arg-type]
+
+
+def test_sampling_params_normalises_stops() -> None:
+    assert SamplingParams(stop="END").stop == ("END",)  # type: ignore[arg-type]
+    assert SamplingParams(stop=["a", "b"], stop_token_ids=[3]).stop_token_ids == (3,)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="empty"):
+        SamplingParams(stop=("ok", ""))

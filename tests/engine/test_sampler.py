@@ -1,0 +1,63 @@
+"""Logit filters and per-row sampling on hand-made logits."""
+
+from __future__ import annotations
+
+import torch
+
+from gen.engine import SamplingParams
+from gen.engine.sampler import apply_repetition_penalty, filter_logits, sample
+
+# probabilities 0.5, 0.25, 0.125, 0.0625, 0.0625
+LOGITS = torch.tensor([0.5, 0.25, 0.125, 0.0625, 0.0625]).log()
+
+
+def kept(p: SamplingParams) -> list[int]:
+    return torch.isfinite(filter_logits(LOGITS.clone(), p)).nonzero().flatten().tolist()
+
+
+def test_top_k_keeps_the_k_best() -> None:
+    assert kept(SamplingParams(top_k=2)) == [0, 1]
+    assert kept(SamplingParams(top_k=0)) == [0, 1, 2, 3, 4]
+
+
+def test_top_p_keeps_the_token_that_crosses_it() -> None:
+    assert kept(SamplingParams(top_p=0.5)) == [0]
+    assert kept(SamplingParams(top_p=0.6)) == [0, 1]
+    assert kept(SamplingParams(top_p=0.8)) == [0, 1, 2]
+    assert kept(SamplingParams(top_p=0.01)) == [0]  # never empty
+
+
+def test_min_p_is_relative_to_the_best_token() -> None:
+    assert kept(SamplingParams(min_p=0.3)) == [0, 1]  # 0.25 >= 0.3 * 0.5
+    assert kept(SamplingParams(min_p=0.2)) == [0, 1, 2]
+
+
+def test_temperature_scales_before_filtering() -> None:
+    out = filter_logits(LOGITS.clone(), SamplingParams(temperature=0.5))
+    assert torch.allclose(out, LOGITS * 2)
+
+
+def test_repetition_penalty_follows_hugging_face() -> None:
+    row = torch.tensor([2.0, -2.0, 1.0, -1.0])
+    out = apply_repetition_penalty(row.clone(), torch.tensor([0, 1]), 2.0)
+    assert out.tolist() == [1.0, -4.0, 1.0, -1.0]
+
+
+def test_greedy_rows_take_the_argmax_and_respect_banned_ids() -> None:
+    logits = torch.tensor([[0.0, 3.0, 1.0], [5.0, 1.0, 4.0]])
+    greedy = SamplingParams(temperature=0)
+    assert sample(logits, [greedy, greedy], [None, None], [[], []], [(), ()]) == [1, 0]
+    assert sample(logits, [greedy, greedy], [None, None], [[], []], [(1,), (0,)]) == [2, 2]
+
+
+def test_each_row_draws_from_its_own_generator() -> None:
+    logits = torch.zeros(2, 1000)  # uniform: every draw depends on the generator only
+    p = SamplingParams(temperature=1.0)
+
+    def draws(seed_a: int, seed_b: int) -> list[int]:
+        gens = [torch.Generator().manual_seed(seed_a), torch.Generator().manual_seed(seed_b)]
+        return sample(logits, [p, p], gens, [[], []], [(), ()])
+
+    assert draws(1, 2)[0] == draws(1, 3)[0]
+    assert draws(1, 2)[1] == draws(5, 2)[1]
+    assert draws(1, 2)[0] != draws(4, 2)[0]

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+
+from gen.pipeline import DependencyCycle, count_words, dependency_levels, length_score, parse_list
+from gen.pipeline.graph import find_cycle
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", 0),
+        ("Hello, world!", 2),
+        ("state-of-the-art isn't — hard", 3),
+        ("印刷术改变了世界。", 8),
+        ("Gutenberg 发明了 printing press", 6),
+        ("ひらがな カタカナ", 8),
+        ("1. 2. 3.", 3),
+        ("— … !!", 0),
+    ],
+)
+def test_count_words(text: str, words: int) -> None:
+    assert count_words(text) == words
+
+
+def test_length_score() -> None:
+    assert length_score(400, 400) == 100
+    assert length_score(400, 0) == 0
+    assert length_score(100, 200) == pytest.approx(100 * (1 - 1 / 3))
+    assert length_score(100, 50) == pytest.approx(50.0)
+    assert length_score(100, 1000) == 0
+    with pytest.raises(ValueError, match="target must be > 0, got 0"):
+        length_score(0, 10)
+
+
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        ("1. Intro\n2. Body\n3. End", ["Intro", "Body", "End"]),
+        ("Outline:\n- **Intro**\n  - detail\n- Body:\n", ["Intro", "Body"]),
+        ("一、起源\n二、发展", ["起源", "发展"]),
+        ("1) a\n(2) b\n3、c", ["a", "b", "c"]),
+        ("Just a line\n\nAnother line\n", ["Just a line", "Another line"]),
+        ("", []),
+    ],
+)
+def test_parse_list(text: str, items: list[str]) -> None:
+    assert parse_list(text) == items
+
+
+def test_dependency_levels_keep_file_order() -> None:
+    deps = {"c": [], "a": ["c"], "b": ["c"], "d": ["a", "b"]}
+    assert dependency_levels(deps) == [["c"], ["a", "b"], ["d"]]
+
+
+def test_cycles_are_named() -> None:
+    assert find_cycle({"a": ["b"], "b": ["c"], "c": ["b"]}) == ["b", "c", "b"]
+    with pytest.raises(DependencyCycle, match="a -> a"):
+        dependency_levels({"a": ["a"]})
+    with pytest.raises(ValueError, match="unknown"):
+        dependency_levels({"a": ["zz"]})

@@ -1,0 +1,226 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gen.errors import ConfigError, TemplateError
+from gen.pipeline import load_pipeline, load_pipeline_text
+
+from .conftest import WritePipeline
+
+GOOD = Path(__file__).parent / "good" / "report.yaml"
+
+
+def test_good_pipeline_loads() -> None:
+    pipeline = load_pipeline(GOOD)
+    assert pipeline.name == "tech-report"
+    assert pipeline.model == "smollm2-135m"
+    assert pipeline.file == str(GOOD)
+    assert [s.id for s in pipeline.sections] == ["outline", "part", "summary"]
+    assert pipeline.context.window == "auto" and pipeline.context.reserve == 256
+
+
+def test_defaults_merge_into_sections() -> None:
+    pipeline = load_pipeline(GOOD)
+    outline, part, summary = (pipeline.settings_for(s) for s in pipeline.sections)
+    assert (outline.temperature, outline.max_tokens, outline.seed) == (0.0, 256, 7)
+    assert (part.temperature, part.max_tokens, part.top_p) == (0.7, 512, 0.9)
+    assert summary.stop == ["THE END"]
+    assert outline.system == "You are a careful writer on {{ topic }}."
+
+
+def test_implied_dependencies_and_execution_order() -> None:
+    pipeline = load_pipeline(GOOD)
+    # foreach and context add outline; context [all] adds every earlier section
+    assert pipeline.section("part").depends_on == ["outline"]
+    assert pipeline.section("summary").depends_on == ["outline", "part"]
+    order = [[s.id for s in level] for level in pipeline.execution_order()]
+    assert order == [["outline"], ["part"], ["summary"]]
+
+
+def test_parallel_levels(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        """
+        sections:
+          - {id: a, prompt: A}
+          - {id: b, prompt: B}
+          - {id: c, prompt: "{{ sections.a.text }} {{ sections.b }}"}
+          - {id: d, prompt: D, depends_on: [a]}
+        """
+    )
+    pipeline = load_pipeline(path)
+    order = [[s.id for s in level] for level in pipeline.execution_order()]
+    assert order == [["a", "b"], ["c", "d"]]
+    assert pipeline.section("c").depends_on == ["a", "b"]
+
+
+def test_name_defaults_to_file_stem(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline("sections:\n  - {id: a, prompt: A}\n", name="my-report.yaml")
+    assert load_pipeline(path).name == "my-report"
+
+
+def test_overrides_apply_with_types(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        """
+        inputs:
+          topic: tea
+          n: 5
+          ratio: 0.5
+          formal: false
+          chapters: [a, b]
+        sections:
+          - id: part
+            foreach: inputs.chapters
+            prompt: "{{ topic }} {{ n }} {{ ratio }} {{ formal }} {{ item }}"
+        """
+    )
+    pipeline = load_pipeline(
+        path,
+        {"topic": "印刷术", "n": "7", "ratio": "2.5", "formal": "yes", "chapters": "[x, y, z]"},
+    )
+    assert pipeline.inputs == {
+        "topic": "印刷术", "n": 7, "ratio": 2.5, "formal": True, "chapters": ["x", "y", "z"]
+    }  # fmt: skip
+    assert load_pipeline(path, {"n": 3}).inputs["n"] == 3  # typed values pass through
+
+
+def test_unknown_override_is_located(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline("inputs:\n  topic: tea\nsections:\n  - {id: a, prompt: A}\n")
+    with pytest.raises(ConfigError, match="--set topik: unknown input; did you mean 'topic'") as e:
+        load_pipeline(path, {"topik": "x"})
+    assert (e.value.line, e.value.col) == (1, 1)
+
+
+def test_badly_typed_override(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline("inputs:\n  n: 5\nsections:\n  - {id: a, prompt: A}\n")
+    with pytest.raises(ConfigError, match="--set n=many: must be an integer") as e:
+        load_pipeline(path, {"n": "many"})
+    assert (e.value.line, e.value.col) == (2, 3)
+
+
+def test_override_can_break_foreach(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        "inputs:\n  xs: [a]\nsections:\n  - {id: a, foreach: inputs.xs, prompt: '{{ item }}'}\n"
+    )
+    with pytest.raises(ConfigError, match="must be a list like"):
+        load_pipeline(path, {"xs": "a, b"})
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_pipeline("no/such/pipeline.yaml")
+
+
+def test_load_from_text_uses_project_templates() -> None:
+    pipeline = load_pipeline_text("sections:\n  - {id: a, prompt: Hi}\n", file="<request>")
+    assert pipeline.name == "pipeline" and pipeline.file == "<request>"
+    with pytest.raises(TemplateError) as info:
+        load_pipeline_text("sections:\n  - {id: a, prompt: '{{ x }}'}\n", file="<request>")
+    assert info.value.file == "<request>" and info.value.line == 2
+
+
+def test_cycle_through_template_reference(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        """
+        sections:
+          - id: a
+            prompt: "{{ sections.b.text }}"
+          - id: b
+            prompt: B
+            depends_on: [a]
+        """
+    )
+    with pytest.raises(ConfigError, match=r"dependency cycle: a -> b -> a") as info:
+        load_pipeline(path)
+    assert info.value.line == 3
+
+
+def test_context_previous_depends_on_previous_section(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        """
+        sections:
+          - {id: a, prompt: A}
+          - {id: b, prompt: B}
+          - {id: c, prompt: "{{ previous }}", context: [previous]}
+        """
+    )
+    assert load_pipeline(path).section("c").depends_on == ["b"]
+
+
+def test_template_file_checks_its_includes(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        "sections:\n  - {id: a, template: main.j2}\n",
+        templates={"main.j2": "Hi\n{% include 'missing.j2' %}\n"},
+    )
+    with pytest.raises(TemplateError, match=r"'missing\.j2' not found") as info:
+        load_pipeline(path)
+    assert info.value.file is not None and info.value.file.endswith("main.j2")
+    assert (info.value.line, info.value.col) == (2, 13)
+
+
+def test_unknown_variable_in_included_template(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        "inputs: {topic: tea}\nsections:\n  - {id: a, template: main.j2}\n",
+        templates={"main.j2": "{% include 'part.j2' %}", "part.j2": "{{ topic }}\n{{ nope }}"},
+    )
+    with pytest.raises(TemplateError, match="undefined variable 'nope'") as info:
+        load_pipeline(path)
+    assert info.value.file is not None and info.value.file.endswith("part.j2")
+    assert (info.value.line, info.value.col) == (2, 4)
+
+
+def test_default_filter_allows_undeclared_names(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        """
+        sections:
+          - id: a
+            prompt: "{{ n | default(5) }}{% if m is defined %}{{ m }}{% endif %}"
+        """
+    )
+    load_pipeline(path)
+
+
+def test_document_inline_and_template_exclusive(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        "sections:\n  - {id: a, prompt: A}\ndocument:\n  template: d.j2\n  inline: x\n"
+    )
+    with pytest.raises(ConfigError, match="either template: or inline:") as info:
+        load_pipeline(path)
+    assert (info.value.line, info.value.col) == (5, 3)
+
+
+def test_document_sees_only_document_names(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline("sections:\n  - {id: a, prompt: A}\ndocument:\n  inline: '{{ item }}'\n")
+    with pytest.raises(TemplateError, match="only defined in section prompts"):
+        load_pipeline(path)
+
+
+def test_pipeline_package_stays_light() -> None:
+    code = (
+        "import sys, gen.pipeline\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'starlette', 'transformers')"
+        " or m.startswith(('gen.engine', 'gen.models', 'gen.backends'))]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "line", "col"),
+    [
+        ("|\n      Intro.\n\n      With {{ nope }}.\n", 6, 15),
+        (">\n      folded text\n      with {{ nope }} here\n", 5, 15),
+        ('"multi\n      line {{ nope }}"\n', 4, 15),
+        ("'{{ nope }}'\n", 3, 17),
+    ],
+)
+def test_inline_template_errors_point_into_the_yaml(
+    write_pipeline: WritePipeline, prompt: str, line: int, col: int
+) -> None:
+    path = write_pipeline("sections:\n  - id: a\n    prompt: " + prompt)
+    with pytest.raises(TemplateError, match="undefined variable 'nope'") as info:
+        load_pipeline(path)
+    assert (info.value.line, info.value.col) == (line, col)

@@ -82,9 +82,9 @@ class EngineDriver:
                 self._listeners.clear()
                 continue
             for out in outputs:
-                deliver = self._listeners.get(out.request_id)
-                if deliver is not None:
-                    deliver(out)
+                listener = self._listeners.get(out.request_id)
+                if listener is not None:
+                    listener(out)
                 if out.finished and out.request_id not in self.engine.requests:
                     self._listeners.pop(out.request_id, None)
 

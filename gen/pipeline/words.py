@@ -35,3 +35,15 @@ def slugify(text: str) -> str:
     """Lower-case words joined by '-'; letters outside ASCII (CJK included) are kept."""
     text = unicodedata.normalize("NFKC", str(text)).lower()
     return re.sub(r"[^\w]+|_+", "-", text).strip("-")
+
+
+def prefix_with_words(text: str, n: int) -> str:
+    """The longest prefix of text that holds at most n words (cut before word n + 1)."""
+    count = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if _CJK_CHAR.fullmatch(token) or any(ch.isalnum() for ch in token):
+            count += 1
+            if count > n:
+                return text[: match.start()]
+    return text

@@ -1,0 +1,311 @@
+"""Runs a pipeline: sections as a DAG (independent ones concurrently), fan-outs, resume,
+the manifest after every section, and the document at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from typing import Any
+
+from gen.errors import ConfigError, ContextOverflowError, GenError
+from gen.pipeline.budget import Fitted
+from gen.pipeline.events import EventLog
+from gen.pipeline.listparse import parse_list
+from gen.pipeline.records import SectionRecord, run_metrics
+from gen.pipeline.render import render_document, render_title
+from gen.pipeline.rundir import RunDir
+from gen.pipeline.section import RunContext, SectionRun
+from gen.pipeline.spec import Pipeline, Section
+from gen.pipeline.variables import SectionResult, foreach_items, prompt_variables
+from gen.pipeline.words import count_words, length_score
+
+
+class SectionFailed(Exception):
+    """A section (or one it depends on) did not complete; its dependents are skipped."""
+
+
+def input_hash(fitted: Fitted, settings: dict[str, Any], model: str, title: str) -> str:
+    blob = json.dumps(
+        {"messages": fitted.messages, "settings": settings, "model": model, "title": title},
+        ensure_ascii=False,
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        ctx: RunContext,
+        run: RunDir,
+        *,
+        model: str,
+        previous: dict[str, Any] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.pipeline: Pipeline = ctx.pipeline
+        self.events: EventLog = ctx.events
+        self.run_dir = run
+        self.model = model
+        self.records: dict[str, SectionRecord] = {}
+        self.results: dict[str, SectionResult] = {}
+        self.previous = {s["id"]: s for s in (previous or {}).get("sections", [])}
+        self.status = "running"
+        self.started = time.monotonic()
+        self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self._done: dict[str, asyncio.Future[bool]] = {}
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def run(self) -> dict[str, Any]:
+        self.events.emit(
+            "run_started",
+            pipeline=self.pipeline.name,
+            model=self.model,
+            backend=self.ctx.backend.name,
+            sections=[s.id for s in self.pipeline.sections],
+            window=self.ctx.window,
+            resumed=bool(self.previous),
+        )
+        loop = asyncio.get_running_loop()
+        self._done = {s.id: loop.create_future() for s in self.pipeline.sections}
+        tasks = [asyncio.create_task(self._section(s)) for s in self.pipeline.sections]
+        try:
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            for t in tasks:
+                t.cancel()
+            self.status = "cancelled"
+            for rec in self.records.values():
+                if rec.status in ("pending", "running"):
+                    rec.status = "cancelled"
+            self._finish()
+            raise
+        ok = all(r.status == "completed" for r in self.records.values()) and len(
+            {r.section for r in self.records.values()}
+        ) == len(self.pipeline.sections)
+        if ok:
+            try:
+                self.run_dir.write_document(render_document(self.pipeline, self.results))
+            except GenError as exc:
+                self.events.emit("error", message=str(exc))
+                ok = False
+        self.status = "completed" if ok else "failed"
+        return self._finish()
+
+    def _finish(self) -> dict[str, Any]:
+        manifest = self.manifest()
+        self.run_dir.write_manifest(manifest)
+        self.events.emit(
+            "run_finished",
+            status=self.status,
+            metrics=manifest["metrics"],
+            document=manifest["document"],
+        )
+        return manifest
+
+    async def _section(self, section: Section) -> None:
+        done = self._done[section.id]
+        try:
+            for dep in section.depends_on:
+                if not await asyncio.shield(self._done[dep]):
+                    raise SectionFailed(f"skipped: {dep!r} did not complete")
+            if section.foreach:
+                result = await self._fan_out(section)
+            else:
+                result = await self._instance(section, section.id)
+            self.results[section.id] = result
+            done.set_result(True)
+        except SectionFailed as exc:
+            if section.id not in {r.section for r in self.records.values()}:
+                rec = SectionRecord(section.id, section.id, section.id, status="skipped")
+                rec.error = str(exc)
+                self.records[section.id] = rec
+                self._save()
+            done.set_result(False)
+        except asyncio.CancelledError:
+            if not done.done():
+                done.set_result(False)
+            raise
+
+    async def _fan_out(self, section: Section) -> SectionResult:
+        try:
+            items = foreach_items(self.pipeline, section, self.results)
+        except (KeyError, TypeError) as exc:
+            raise self._fail_early(section, f"foreach: cannot get items: {exc}") from exc
+        if not items:
+            raise self._fail_early(section, f"foreach: {section.foreach} has no items")
+        n = len(items)
+        parts: list[SectionResult] = []
+        if "previous" in section.context:  # each instance sees the one before: in order
+            previous = None
+            for i, item in enumerate(items, 1):
+                part = await self._instance(section, f"{section.id}-{i}", item, i, n, previous)
+                parts.append(part)
+                previous = part.text
+        else:
+            parts = list(
+                await asyncio.gather(
+                    *(
+                        self._instance(section, f"{section.id}-{i}", item, i, n)
+                        for i, item in enumerate(items, 1)
+                    )
+                )
+            )
+        return SectionResult.fan_in(section.id, parts, section.id.replace("_", " ").capitalize())
+
+    def _fail_early(self, section: Section, message: str) -> SectionFailed:
+        rec = SectionRecord(section.id, section.id, section.id, status="failed", error=message)
+        self.records[section.id] = rec
+        self.events.emit("error", message=message, section=section.id)
+        self._save()
+        return SectionFailed(message)
+
+    async def _instance(
+        self,
+        section: Section,
+        key: str,
+        item: Any = None,
+        index: int = 1,
+        count: int = 1,
+        previous: str | None = None,
+    ) -> SectionResult:
+        rec = SectionRecord(key, section.id, key, target_words=section.target_words)
+        self.records[key] = rec
+        try:
+            variables = prompt_variables(
+                self.pipeline,
+                section,
+                self.results,
+                item=item,
+                loop_index=index,
+                loop_length=count,
+                previous=previous,
+            )
+            rec.title = render_title(self.pipeline, section, variables)
+            runner = SectionRun(self.ctx, section, rec, variables)
+            first = runner.first_prompt()
+            settings = self.pipeline.settings_for(section).model_dump(mode="json")
+            rec.input_hash = input_hash(first, settings, self.model, rec.title)
+            if not self._reuse(rec):
+                rec.status = "running"
+                self.events.emit(
+                    "section_started",
+                    section=key,
+                    title=rec.title,
+                    prompt_tokens=first.prompt_tokens,
+                    trimmed_tokens=first.trimmed_tokens,
+                    cached=False,
+                )
+                await runner.run(first)
+                if section.parse == "list":
+                    rec.items = parse_list(rec.text)
+                self.run_dir.write_section(key, rec.text)
+                rec.status = "completed"
+                self.events.emit("section_finished", **self._summary(rec))
+        except asyncio.CancelledError:
+            rec.status = "cancelled"
+            raise
+        except GenError as exc:
+            rec.status, rec.error = "failed", str(exc)
+            self.events.emit("error", message=str(exc), section=key)
+            self._save()
+            raise SectionFailed(str(exc)) from exc
+        self._save()
+        return SectionResult(key, rec.text, rec.items, rec.title)
+
+    def _reuse(self, rec: SectionRecord) -> bool:
+        """Resume: a finished section with the same inputs is taken from disk as it is."""
+        old = self.previous.get(rec.key)
+        if not old or old.get("status") != "completed" or old.get("input_hash") != rec.input_hash:
+            return False
+        text = self.run_dir.read_section(rec.key)
+        if text is None:
+            return False
+        saved = SectionRecord.from_json(old, text)
+        rec.text, rec.items, rec.rounds = text, saved.items, saved.rounds
+        rec.words, rec.length_score, rec.truncated = (
+            saved.words,
+            saved.length_score,
+            saved.truncated,
+        )
+        rec.status, rec.cached = "completed", True
+        self.events.emit("section_started", section=rec.key, title=rec.title, cached=True)
+        self.events.emit("section_finished", **self._summary(rec))
+        return True
+
+    # -- reporting ------------------------------------------------------------------------
+
+    def _summary(self, rec: SectionRecord) -> dict[str, Any]:
+        return {
+            "section": rec.key,
+            "status": rec.status,
+            "cached": rec.cached,
+            "words": rec.words,
+            "target_words": rec.target_words,
+            "length_score": rec.length_score,
+            "rounds": len(rec.rounds),
+            "truncated": rec.truncated,
+            "finish_reason": rec.rounds[-1].finish_reason if rec.rounds else None,
+        }
+
+    def _ordered(self) -> list[SectionRecord]:
+        order = {s.id: i for i, s in enumerate(self.pipeline.sections)}
+
+        def key(r: SectionRecord) -> tuple[int, int]:
+            tail = r.key.rsplit("-", 1)[-1] if r.key != r.section else "0"
+            return order.get(r.section, 0), int(tail) if tail.isdigit() else 0
+
+        return sorted(self.records.values(), key=key)
+
+    def manifest(self) -> dict[str, Any]:
+        records = self._ordered()
+        seconds = time.monotonic() - self.started
+        scored = [r for r in records if r.target_words and r.status == "completed"]
+        doc_score = None
+        if scored:
+            target = sum(r.target_words or 0 for r in scored)
+            doc_score = round(length_score(target, max(1, sum(r.words for r in scored))), 1)
+        document = self.run_dir.document_path
+        return {
+            "pipeline": self.pipeline.name,
+            "run_id": self.run_dir.run_id,
+            "status": self.status,
+            "model": self.model,
+            "backend": self.ctx.backend.name,
+            "created": self.created,
+            "inputs": self.pipeline.inputs,
+            "context": {"window": self.ctx.window, "reserve": self.ctx.reserve},
+            "document": document.name
+            if document.is_file() and self.status == "completed"
+            else None,
+            "document_words": count_words(document.read_text("utf-8")) if document.is_file() else 0,
+            "length_score": doc_score,
+            "sections": [r.to_json() for r in records],
+            "metrics": run_metrics(records, self.ctx.window, seconds),
+        }
+
+    def _save(self) -> None:
+        self.run_dir.write_manifest(self.manifest())
+
+
+def preflight(ctx: RunContext) -> None:
+    """Before any generation: sections that need nothing upstream must fit their
+    instructions into the budget; a ConfigError at the prompt names the numbers."""
+    pipeline = ctx.pipeline
+    smap = pipeline._templates.smap
+    for index, section in enumerate(pipeline.sections):
+        if section.depends_on or section.foreach:
+            continue
+        variables = prompt_variables(pipeline, section, {})
+        try:
+            SectionRun(
+                ctx, section, SectionRecord(section.id, section.id, ""), variables
+            ).first_prompt()
+        except ContextOverflowError as exc:
+            field = "prompt" if section.prompt is not None else "template"
+            raise smap.error(("sections", index, field), str(exc)) from None
+        except ConfigError:
+            raise

@@ -1,0 +1,104 @@
+"""What a run records per round and per section, as written to manifest.json."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class RoundRecord:
+    finish_reason: str
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    completion_tokens: int
+    trimmed_tokens: int
+    seconds: float
+    strategy: str = "initial"  # initial | kv | prefix | chat | more
+    stop_reason: int | str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+@dataclass(slots=True)
+class SectionRecord:
+    key: str  # the file name under sections/: the id, or <id>-<n> in a fan-out
+    section: str  # the section id in the pipeline
+    title: str
+    status: str = "pending"  # pending | running | completed | failed | cancelled | skipped
+    cached: bool = False
+    text: str = ""
+    items: list[str] = field(default_factory=list)
+    target_words: int | None = None
+    truncated: bool = False
+    rounds: list[RoundRecord] = field(default_factory=list)
+    input_hash: str = ""
+    error: str | None = None
+    words: int = 0
+    length_score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.key,
+            "section": self.section,
+            "title": self.title,
+            "status": self.status,
+            "cached": self.cached,
+            "words": self.words,
+            "target_words": self.target_words,
+            "length_score": None if self.length_score is None else round(self.length_score, 1),
+            "truncated": self.truncated,
+            "rounds": [r.to_json() for r in self.rounds],
+            "input_hash": self.input_hash,
+        }
+        if self.items:
+            data["items"] = self.items
+        if self.error:
+            data["error"] = self.error
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], text: str) -> SectionRecord:
+        rounds = [RoundRecord(**r) for r in data.get("rounds", [])]
+        return cls(
+            key=data["id"],
+            section=data.get("section", data["id"]),
+            title=data.get("title", ""),
+            status=data.get("status", "pending"),
+            text=text,
+            items=list(data.get("items", [])),
+            target_words=data.get("target_words"),
+            truncated=bool(data.get("truncated", False)),
+            rounds=rounds,
+            input_hash=data.get("input_hash", ""),
+            words=int(data.get("words", 0)),
+            length_score=data.get("length_score"),
+        )
+
+
+def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> dict[str, Any]:
+    done = [r for r in records if r.status == "completed"]
+    rounds = [rd for r in records for rd in r.rounds]
+    continued = [r for r in records if len(r.rounds) > 1]
+    completion = sum(rd.completion_tokens for rd in rounds)
+    utilization = [(rd.prompt_tokens + rd.completion_tokens) / window for rd in rounds if window]
+    return {
+        "sections": len(records),
+        "sections_completed": len(done),
+        "sections_truncated": sum(r.truncated for r in records),
+        "rounds_avg": round(len(rounds) / len(records), 2) if records else 0.0,
+        "continuation_success_rate": (
+            round(sum(not r.truncated for r in continued) / len(continued), 3) if continued else 1.0
+        ),
+        "context_utilization_max": round(max(utilization, default=0.0), 3),
+        "prompt_tokens": sum(rd.prompt_tokens for rd in rounds),
+        "cached_prompt_tokens": sum(rd.cached_prompt_tokens for rd in rounds),
+        "completion_tokens": completion,
+        "trimmed_tokens": sum(rd.trimmed_tokens for rd in rounds),
+        "words": sum(r.words for r in records),
+        "seconds": round(seconds, 3),
+        "tokens_per_second": round(completion / seconds, 2) if seconds > 0 else 0.0,
+    }

@@ -1,0 +1,65 @@
+"""Glue for callers (CLI, server): open the run directory and event log, run the pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gen.backends.base import Backend
+from gen.pipeline.events import EventLog, Subscriber, last_seq
+from gen.pipeline.orchestrator import Orchestrator, preflight
+from gen.pipeline.rundir import RunDir
+from gen.pipeline.section import RunContext
+from gen.pipeline.spec import Pipeline
+
+
+@dataclass(slots=True)
+class PreparedRun:
+    run_dir: RunDir
+    events: EventLog
+    orchestrator: Orchestrator
+
+    async def execute(self) -> dict[str, Any]:
+        try:
+            return await self.orchestrator.run()
+        finally:
+            self.events.close()
+
+
+def context_window(pipeline: Pipeline, backend: Backend) -> int:
+    window = pipeline.context.window
+    if window == "auto":
+        return backend.context_window
+    return min(int(window), backend.context_window)
+
+
+def prepare_run(
+    pipeline: Pipeline,
+    backend: Backend,
+    out: Path,
+    *,
+    model: str,
+    resume: bool = False,
+    run_id: str | None = None,
+    subscribers: tuple[Subscriber, ...] = (),
+) -> PreparedRun:
+    """Check the budget, then create (or, with resume, reopen) the run directory."""
+    window = context_window(pipeline, backend)
+    ctx_events = EventLog("pending")
+    ctx = RunContext(pipeline, backend, ctx_events, window, pipeline.context.reserve)
+    preflight(ctx)
+    previous = None
+    run_dir = RunDir.latest(out, pipeline.name) if resume and run_id is None else None
+    if resume and run_id is not None:
+        run_dir = RunDir(out / pipeline.name / run_id)
+    if run_dir is not None:
+        previous = run_dir.read_manifest()
+    else:
+        run_dir = RunDir.create(out, pipeline.name, run_id)
+    events = EventLog(run_dir.run_id, run_dir.events_path, start_seq=last_seq(run_dir.events_path))
+    for fn in subscribers:
+        events.subscribe(fn)
+    ctx.events = events
+    orchestrator = Orchestrator(ctx, run_dir, model=model, previous=previous)
+    return PreparedRun(run_dir, events, orchestrator)

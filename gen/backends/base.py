@@ -42,6 +42,8 @@ class Backend(Protocol):
 
     def count_tokens(self, messages: list[Message]) -> int: ...
 
+    def count_text(self, text: str) -> int: ...
+
     async def chat(
         self,
         messages: list[Message],

@@ -88,6 +88,9 @@ class LocalBackend:
     def count_tokens(self, messages: list[Message]) -> int:
         return len(self.encode(messages))
 
+    def count_text(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
     async def chat(
         self,
         messages: list[Message],

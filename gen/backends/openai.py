@@ -86,7 +86,10 @@ class OpenAIStream:
                     data = line[5:].strip()
                     if data == "[DONE]":
                         break
-                    chunk = json.loads(data)
+                    try:
+                        chunk = json.loads(data)
+                    except json.JSONDecodeError as exc:
+                        raise BackendError(f"server sent malformed JSON: {data[:200]!r}") from exc
                     if "error" in chunk:
                         raise BackendError(f"server error: {chunk['error']}")
                     usage = chunk.get("usage") or usage
@@ -141,6 +144,9 @@ class OpenAIBackend:
 
     def count_tokens(self, messages: list[Message]) -> int:
         return sum(PER_MESSAGE_TOKENS + count_text_tokens(m["content"]) for m in messages) + 3
+
+    def count_text(self, text: str) -> int:
+        return count_text_tokens(text)
 
     async def chat(
         self,

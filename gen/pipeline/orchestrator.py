@@ -146,14 +146,17 @@ class Orchestrator:
                 parts.append(part)
                 previous = part.text
         else:
-            parts = list(
-                await asyncio.gather(
-                    *(
-                        self._instance(section, f"{section.id}-{i}", item, i, n)
-                        for i, item in enumerate(items, 1)
-                    )
-                )
+            outcomes = await asyncio.gather(
+                *(
+                    self._instance(section, f"{section.id}-{i}", item, i, n)
+                    for i, item in enumerate(items, 1)
+                ),
+                return_exceptions=True,  # one failed instance must not orphan the others
             )
+            failed = [o for o in outcomes if isinstance(o, BaseException)]
+            if failed:
+                raise failed[0]
+            parts = [o for o in outcomes if isinstance(o, SectionResult)]
         return SectionResult.fan_in(section.id, parts, section.id.replace("_", " ").capitalize())
 
     def _fail_early(self, section: Section, message: str) -> SectionFailed:
@@ -201,18 +204,19 @@ class Orchestrator:
                 )
                 await runner.run(first)
                 if section.parse == "list":
-                    rec.items = parse_list(rec.text)
+                    rec.items = parse_list(rec.text)[: section.max_items]
                 self.run_dir.write_section(key, rec.text)
                 rec.status = "completed"
                 self.events.emit("section_finished", **self._summary(rec))
         except asyncio.CancelledError:
             rec.status = "cancelled"
             raise
-        except GenError as exc:
-            rec.status, rec.error = "failed", str(exc)
-            self.events.emit("error", message=str(exc), section=key)
+        except Exception as exc:  # GenError, or a backend's own: the section fails, not the run
+            message = str(exc) if isinstance(exc, GenError) else f"{type(exc).__name__}: {exc}"
+            rec.status, rec.error = "failed", message
+            self.events.emit("error", message=message, section=key)
             self._save()
-            raise SectionFailed(str(exc)) from exc
+            raise SectionFailed(message) from exc
         self._save()
         return SectionResult(key, rec.text, rec.items, rec.title)
 

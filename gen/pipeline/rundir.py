@@ -61,6 +61,13 @@ class RunDir:
         )
         return cls(runs[-1]) if runs else None
 
+    def remove_temp_files(self) -> int:
+        """Temp files left by a process killed mid-write (never read as results)."""
+        stale = [p for p in self.path.rglob(".*.tmp") if p.is_file()]
+        for p in stale:
+            p.unlink(missing_ok=True)
+        return len(stale)
+
     @property
     def run_id(self) -> str:
         return self.path.name

@@ -54,6 +54,7 @@ def prepare_run(
     if resume and run_id is not None:
         run_dir = RunDir(out / pipeline.name / run_id)
     if run_dir is not None:
+        run_dir.remove_temp_files()
         previous = run_dir.read_manifest()
     else:
         run_dir = RunDir.create(out, pipeline.name, run_id)

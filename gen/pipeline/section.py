@@ -12,6 +12,7 @@ from typing import Any
 
 from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.sampling_params import SamplingParams
+from gen.errors import ContextOverflowError
 from gen.pipeline.budget import Fitted, fit_prompt
 from gen.pipeline.continuation import CONTINUE_PROMPT, MORE_PROMPT, LengthPolicy, remove_overlap
 from gen.pipeline.events import EventLog
@@ -70,6 +71,7 @@ class SectionRun:
         self.policy = LengthPolicy(section.target_words, section.min_words, section.max_words)
         self.system = render_system(ctx.pipeline, section, variables)
         self.text = ""
+        self._round_start = 0  # where the current round's text begins in self.text
 
     # -- prompt ---------------------------------------------------------------------
 
@@ -139,7 +141,11 @@ class SectionRun:
                     await stream.resume(min(self.settings.max_tokens, room))
                     continue
                 self._append(await stream.close())
-                fitted = self.fit(mode)
+                try:
+                    fitted = self.fit(mode)
+                except ContextOverflowError:  # the text so far no longer fits the budget
+                    self.rec.truncated = finish == "length"
+                    break  # stop: the context budget cannot hold another round
                 if self.ctx.window - fitted.prompt_tokens < 1:
                     self.rec.truncated = finish == "length"
                     break  # stop: the context budget cannot hold another round
@@ -170,6 +176,7 @@ class SectionRun:
     async def _consume(self, stream: Stream, mode: str) -> tuple[Delta | None, str | None]:
         """Stream one round into the text; returns its final delta and why it was cut."""
         round_no = len(self.rec.rounds) + 1
+        self._round_start = len(self.text)
         dedupe = mode in ("chat", "more")
         base = self.text
         pending = ""  # chat rounds: text held until it can no longer be a repeat of `base`
@@ -224,7 +231,8 @@ class SectionRun:
                 finish_reason="stop",
                 prompt_tokens=fitted.prompt_tokens,
                 cached_prompt_tokens=fitted.prompt_tokens if mode == "kv" else 0,
-                completion_tokens=0,
+                # usage never arrived: count the round's text with the model's tokenizer
+                completion_tokens=self.ctx.backend.count_text(self.text[self._round_start :]),
                 trimmed_tokens=fitted.trimmed_tokens,
                 seconds=seconds,
                 strategy=mode,

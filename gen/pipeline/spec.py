@@ -89,6 +89,7 @@ class Section(_Strict):
     depends_on: list[str] = Field(default_factory=list)
     foreach: str | None = None  # sections.<id>.items | inputs.<name>
     parse: Literal["text", "list"] = "text"
+    max_items: PositiveInt | None = None  # parse: list keeps at most this many items
     context: list[str] = Field(default_factory=list)  # section ids, "previous", "all"
     hidden: bool | None = None  # left out of the default document; default: parse == list
     target_words: PositiveInt | None = None

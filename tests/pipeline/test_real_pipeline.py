@@ -1,0 +1,167 @@
+"""Pipelines on the bundled SmolLM2: `kv` rounds give the same text as one long round, and a
+`gen run` killed with SIGKILL leaves only whole files and resumes to the end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gen.backends.local import LocalBackend
+from gen.pipeline import count_words
+from gen.pipeline.runner import prepare_run
+
+from .fake_backend import pipeline_from, read_events, sections_by_id
+
+pytestmark = pytest.mark.real_model
+
+GEN = Path(sys.executable).parent / "gen"
+REPLACEMENT = "\ufffd"
+
+
+@pytest.fixture(scope="module")
+def backend(real_model: Any) -> Iterator[LocalBackend]:
+    local = LocalBackend(real_model, max_slots=4)
+    yield local
+    asyncio.run(local.aclose())
+
+
+# Two sections with the same greedy prompt, one after the other (never batched together):
+# 4 kv rounds of 48 tokens, and a single round of 192. Chinese text makes the 48-token
+# seams fall inside multi-byte characters.
+SEAMS = """
+name: seams
+defaults:
+  temperature: 0
+  continuation: kv
+  system: 你是一位作家。请只用中文写作。
+sections:
+  - id: rounds
+    prompt: 写一个关于龙的长故事。
+    max_tokens: 48
+    max_rounds: 4
+  - id: single
+    prompt: 写一个关于龙的长故事。
+    max_tokens: 192
+    max_rounds: 1
+    depends_on: [rounds]
+"""
+
+
+def test_kv_rounds_equal_one_long_round(backend: LocalBackend, tmp_path: Path) -> None:
+    prepared = prepare_run(pipeline_from(SEAMS), backend, tmp_path, model="smollm2-135m")
+    manifest = asyncio.run(prepared.execute())
+    assert manifest["status"] == "completed"
+    secs = sections_by_id(manifest)
+    sections = prepared.run_dir.sections_dir
+    rounds_text = (sections / "rounds.md").read_text("utf-8")
+    single_text = (sections / "single.md").read_text("utf-8")
+
+    (single,) = secs["single"]["rounds"]
+    assert single["completion_tokens"] >= 100  # long enough for at least 3 rounds of 48
+    assert rounds_text == single_text
+    assert REPLACEMENT not in rounds_text
+    assert sum("\u4e00" <= ch <= "\u9fff" for ch in rounds_text) >= 20  # really Chinese
+
+    rounds = secs["rounds"]["rounds"]
+    assert len(rounds) >= 3
+    assert all(r["finish_reason"] == "length" for r in rounds[:-1])
+    assert all(r["completion_tokens"] == 48 for r in rounds[:-1])
+    assert rounds[-1]["finish_reason"] == single["finish_reason"]
+    assert sum(r["completion_tokens"] for r in rounds) == single["completion_tokens"]
+    assert [r["strategy"] for r in rounds] == ["initial"] + ["kv"] * (len(rounds) - 1)
+    prompt = rounds[0]["prompt_tokens"]
+    assert rounds[0]["cached_prompt_tokens"] == 0 and prompt == single["prompt_tokens"]
+    for i, r in enumerate(rounds[1:], 1):
+        carried = prompt + sum(x["completion_tokens"] for x in rounds[:i])
+        assert r["cached_prompt_tokens"] == r["prompt_tokens"] == carried
+    assert secs["rounds"]["truncated"] == secs["single"]["truncated"]
+
+    deltas = [e for e in read_events(prepared.run_dir.events_path) if e["type"] == "delta"]
+    assert not any(REPLACEMENT in e["text"] for e in deltas)
+    for key, text in (("rounds", rounds_text), ("single", single_text)):
+        assert "".join(e["text"] for e in deltas if e["section"] == key) == text
+    assert {e["round"] for e in deltas if e["section"] == "rounds"} == set(
+        range(1, len(rounds) + 1)
+    )
+
+
+# -- SIGKILL in the middle of a run, then --resume -------------------------------------------
+
+KILLED = """
+name: killed
+defaults: {max_tokens: 24, max_rounds: 1, temperature: 0}
+sections:
+  - {id: tea, prompt: Write one sentence about tea.}
+  - {id: coffee, prompt: Write one sentence about coffee., depends_on: [tea]}
+  - {id: water, prompt: Write one sentence about water., depends_on: [coffee]}
+"""
+
+
+def _manifests(out: Path) -> list[Path]:
+    return list((out / "killed").glob("*/manifest.json"))
+
+
+def _completed(manifest: dict[str, Any]) -> set[str]:
+    return {s["id"] for s in manifest["sections"] if s["status"] == "completed"}
+
+
+def test_sigkill_leaves_whole_files_and_resume_finishes(tmp_path: Path) -> None:
+    path = tmp_path / "killed.yaml"
+    path.write_text(KILLED, encoding="utf-8")
+    out = tmp_path / "out"
+    cmd = [str(GEN), "run", str(path), "--out", str(out)]
+    log = tmp_path / "killed.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 240  # a guard against hanging, not a timing check
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = _manifests(out)
+            if found and _completed(json.loads(found[0].read_text("utf-8"))):
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, log.read_text("utf-8", "replace")
+
+    (manifest_path,) = _manifests(out)
+    run_dir = manifest_path.parent
+    leftovers = [n for _, _, files in os.walk(out) for n in files if n.endswith(".tmp")]
+    assert leftovers == []
+    manifest = json.loads(manifest_path.read_text("utf-8"))
+    assert manifest["status"] == "running"  # it never got to say otherwise
+    done = _completed(manifest)
+    assert done and done != {"tea", "coffee", "water"}
+    files = {p.stem: p.read_bytes() for p in (run_dir / "sections").iterdir()}
+    assert set(files) == done  # every section file is one the manifest calls finished
+    secs = sections_by_id(manifest)
+    for key, data in files.items():
+        assert secs[key]["words"] == count_words(data.decode("utf-8"))
+    assert not (run_dir / "document.md").exists()
+
+    resumed = subprocess.run(
+        [*cmd, "--resume"], capture_output=True, text=True, timeout=240, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines()[-1] == str(run_dir / "document.md")
+    final = json.loads(manifest_path.read_text("utf-8"))
+    assert final["status"] == "completed" and final["run_id"] == run_dir.name
+    final_secs = sections_by_id(final)
+    for key, data in files.items():
+        assert (run_dir / "sections" / f"{key}.md").read_bytes() == data
+        assert final_secs[key]["cached"] is True
+    assert not any(final_secs[k]["cached"] for k in {"tea", "coffee", "water"} - done)
+    document = (run_dir / "document.md").read_text("utf-8")
+    for data in files.values():
+        assert data.decode("utf-8").strip() in document

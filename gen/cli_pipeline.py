@@ -209,6 +209,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             subscribers=tuple(subscribers),
         )
         manifest = asyncio.run(_execute(prepared, backend))
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: finished sections are kept in {prepared.run_dir.path}; "
+            f"`gen run {args.pipeline} --resume` continues the run",
+            file=sys.stderr,
+        )
+        return 130
     finally:
         if events_file is not None:
             events_file.close()

@@ -36,7 +36,7 @@ def backend(real_model: Any) -> Iterator[LocalBackend]:
 
 
 # Two sections with the same greedy prompt, one after the other (never batched together):
-# 4 kv rounds of 48 tokens, and a single round of 192. Chinese text makes the 48-token
+# 6 kv rounds of 48 tokens, and a single round of 288 (the issue's acceptance case). Chinese text makes the 48-token
 # seams fall inside multi-byte characters.
 SEAMS = """
 name: seams
@@ -48,10 +48,10 @@ sections:
   - id: rounds
     prompt: 写一个关于龙的长故事。
     max_tokens: 48
-    max_rounds: 4
+    max_rounds: 6
   - id: single
     prompt: 写一个关于龙的长故事。
-    max_tokens: 192
+    max_tokens: 288
     max_rounds: 1
     depends_on: [rounds]
 """
@@ -67,13 +67,13 @@ def test_kv_rounds_equal_one_long_round(backend: LocalBackend, tmp_path: Path) -
     single_text = (sections / "single.md").read_text("utf-8")
 
     (single,) = secs["single"]["rounds"]
-    assert single["completion_tokens"] >= 100  # long enough for at least 3 rounds of 48
+    assert single["completion_tokens"] >= 150  # long enough for at least 4 rounds of 48
     assert rounds_text == single_text
     assert REPLACEMENT not in rounds_text
     assert sum("\u4e00" <= ch <= "\u9fff" for ch in rounds_text) >= 20  # really Chinese
 
     rounds = secs["rounds"]["rounds"]
-    assert len(rounds) >= 3
+    assert len(rounds) >= 4
     assert all(r["finish_reason"] == "length" for r in rounds[:-1])
     assert all(r["completion_tokens"] == 48 for r in rounds[:-1])
     assert rounds[-1]["finish_reason"] == single["finish_reason"]

@@ -211,7 +211,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         manifest = asyncio.run(_execute(prepared, backend))
     except KeyboardInterrupt:
         print(
-            f"interrupted: finished sections are kept in {prepared.run_dir.path}; "
+            "interrupted: finished sections are kept; "
             f"`gen run {args.pipeline} --resume` continues the run",
             file=sys.stderr,
         )

@@ -67,7 +67,10 @@ class EngineDriver:
             try:
                 while True:
                     name, args = self._commands.get(block=block)
-                    self._run(name, args)
+                    try:
+                        self._run(name, args)
+                    except Exception as exc:  # never let the driver thread die
+                        self._fail(args[0] if args and isinstance(args[0], str) else "", exc)
                     block = False
             except queue.Empty:
                 pass
@@ -77,9 +80,13 @@ class EngineDriver:
                 outputs = self.engine.step()
             except Exception as exc:  # a failed step fails every request in flight
                 for rid, deliver in list(self._listeners.items()):
-                    self.engine.abort(rid)
+                    try:
+                        self.engine.abort(rid)
+                    except Exception:
+                        self.engine.requests.pop(rid, None)
                     deliver(exc)
                 self._listeners.clear()
+                self.engine.reset()
                 continue
             for out in outputs:
                 listener = self._listeners.get(out.request_id)

@@ -85,6 +85,13 @@ class Engine:
         self.runner.release_slot(seq)
         return seq.release() if seq.status is Status.PARKED else seq.abort()
 
+    def reset(self) -> None:
+        """Drop every request and free all KV memory (after a failed step)."""
+        for seq in list(self.requests.values()):
+            self.scheduler.remove(seq)
+            self.runner.release_slot(seq)
+        self.requests.clear()
+
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
 

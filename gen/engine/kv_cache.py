@@ -54,10 +54,15 @@ class KVCache:
             )
         if slots <= self.slots and tokens <= self.capacity:
             return
-        new_slots = max(slots, min(self.max_slots, max(self.slots * 2, 1)))
-        step = self.grow_tokens
-        new_cap = max(tokens, min(self.max_len, self.capacity + self.capacity // 2))
-        new_cap = min(self.max_len, -(-new_cap // step) * step)
+        # grow only the dimension that is short, geometrically (amortised copies)
+        new_slots = self.slots
+        if slots > self.slots:
+            new_slots = max(slots, min(self.max_slots, self.slots * 2))
+        new_cap = self.capacity
+        if tokens > self.capacity:
+            wanted = max(tokens, self.capacity + self.capacity // 2)
+            step = self.grow_tokens
+            new_cap = min(self.max_len, -(-wanted // step) * step)
         shape = (new_slots, self.cfg.num_kv_heads, new_cap, self.cfg.head_dim)
         for store in (self.k, self.v):
             for i in range(self.cfg.num_layers):

@@ -35,9 +35,12 @@ class ModelRunner:
         self.cache = KVCache(model.cfg, max_slots, max_model_len, dtype)
         self.slots = SlotManager(self.cache)
 
+    # every cache mutation runs in inference mode: the cache holds inference tensors
+    @torch.inference_mode()
     def assign_slot(self, seq: Sequence) -> None:
         seq.slot = self.slots.allocate(seq, len(seq.prompt_ids))
 
+    @torch.inference_mode()
     def release_slot(self, seq: Sequence) -> None:
         if seq.slot is None:
             return

@@ -195,3 +195,17 @@ def test_sampling_params_normalises_stops() -> None:
     assert SamplingParams(stop=["a", "b"], stop_token_ids=[3]).stop_token_ids == (3,)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="empty"):
         SamplingParams(stop=("ok", ""))
+
+
+def test_slot_compaction_after_cache_growth_keeps_outputs(make_engine: MakeEngine) -> None:
+    # The cache grows past its first 256 positions inside a decode step; then a request in
+    # a low slot finishes and the last row moves into its place. The others must not notice.
+    lengths = [280, 20, 300, 290]  # slot 0 frees after the growth; slot 2 moves into it
+    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in lengths]
+    alone = [solo(make_engine(), p, sp) for p, sp in zip(PROMPTS, params, strict=True)]
+    engine = make_engine()  # fresh: its cache first grows during this batch's decode
+    together = engine.generate(PROMPTS, params)
+    assert [c.token_ids for c in together] == alone
+    assert [len(ids) for ids in alone] == lengths
+    assert engine.runner.slots.used == 0
+    assert engine.runner.cache.capacity > 256

@@ -36,8 +36,8 @@ def backend(real_model: Any) -> Iterator[LocalBackend]:
 
 
 # Two sections with the same greedy prompt, one after the other (never batched together):
-# 6 kv rounds of 48 tokens, and a single round of 288 (the issue's acceptance case). Chinese text makes the 48-token
-# seams fall inside multi-byte characters.
+# 6 kv rounds of 48 tokens, and a single round of 288 (the issue's acceptance case).
+# Chinese text makes the 48-token seams fall inside multi-byte characters.
 SEAMS = """
 name: seams
 defaults:

@@ -154,7 +154,8 @@ class SectionRun:
                 stream = await self._open(fitted, mode)
         finally:
             tail = await stream.close()
-            if self.rec.truncated:
+            cut_off = bool(self.rec.rounds) and self.rec.rounds[-1].finish_reason == "length"
+            if cut_off:
                 tail = tail.rstrip(REPLACEMENT)  # half a character at the cut is not text
             self._append(tail)
         self.rec.text = self.text

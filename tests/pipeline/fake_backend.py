@@ -93,10 +93,12 @@ class FakeStream:
         self.prompt_tokens = self.cached_prompt_tokens = self.carried
 
     async def close(self) -> str:
-        if not self.closed:
-            self.closed = True
-            self.backend.closes.append(self.call.key)
-        return ""
+        """Text a parked kv stream still held back (`tails[key]`), as the engine returns it."""
+        if self.closed:
+            return ""
+        self.closed = True
+        self.backend.closes.append(self.call.key)
+        return self.backend.tails.get(self.call.key, "") if self.parked else ""
 
 
 @dataclass
@@ -112,6 +114,7 @@ class FakeBackend:
     closes: list[str] = field(default_factory=list)
     log: list[tuple[str, str]] = field(default_factory=list)  # (start|end|resume|error, key)
     closed: bool = False
+    tails: dict[str, str] = field(default_factory=dict)  # key -> held text a close releases
     _next: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def count_text(self, text: str) -> int:

@@ -187,3 +187,22 @@ def test_rounds_out_past_the_target_is_not_truncated(tmp_path: Path) -> None:
     )
     assert text == "one two three four five six"
     assert manifest["sections"][0]["truncated"] is False
+
+
+@pytest.mark.parametrize("target", [None, 3])
+def test_half_a_character_at_the_final_cut_is_dropped(tmp_path: Path, target: Any) -> None:
+    # The engine's final flush of a request cut at max_tokens inside a character ends in
+    # U+FFFD; a section that stops there, truncated or past its target, never keeps it.
+    extra = {"target_words": target} if target else {}
+    replies: list[Reply] = [("茶的历史 ", "length"), ("很长 ", "length")]
+    backend = FakeBackend({"s": replies}, tails={"s": "中\ufffd"})
+    manifest, prepared = run(
+        pipeline_from(one_section("kv", max_rounds=2, **extra)), backend, tmp_path
+    )
+    text = (prepared.run_dir.sections_dir / "s.md").read_text("utf-8")
+    assert text == "茶的历史 很长 中"
+    deltas = "".join(
+        e["text"] for e in read_events(prepared.run_dir.events_path) if e["type"] == "delta"
+    )
+    assert deltas == text
+    assert manifest["sections"][0]["truncated"] is (target is None)

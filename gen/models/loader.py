@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from gen.engine import LlamaModel, ModelConfig
+from gen.engine import packed as packed_linears
 from gen.errors import ModelError
 from gen.models.store import ModelSpec, prepare, resolve
 
@@ -82,9 +83,15 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
     return model.eval()
 
 
-def load_model(spec: str | ModelSpec, dtype: torch.dtype = torch.float32) -> LoadedModel:
+def load_model(
+    spec: str | ModelSpec, dtype: torch.dtype = torch.float32, packed: bool = True
+) -> LoadedModel:
+    """packed: lay the linear weights out for oneDNN (faster decoding, same arithmetic)."""
     ms = resolve(spec) if isinstance(spec, str) else spec
     path = prepare(ms)
     tokenizer = load_tokenizer(path)
     cfg = read_config(path, tokenizer)
-    return LoadedModel(ms.name, path, cfg, load_weights(path, cfg, dtype), tokenizer)
+    model = load_weights(path, cfg, dtype)
+    if packed and packed_linears.available():
+        packed_linears.pack_linears(model)
+    return LoadedModel(ms.name, path, cfg, model, tokenizer)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 
 from gen.engine import LlamaModel
-from gen.models import BUNDLED_NAME, gen_home
+from gen.engine.packed import PackedLinear
+from gen.models import BUNDLED_NAME, gen_home, load_model
 
 pytestmark = pytest.mark.real_model
 
@@ -20,7 +22,15 @@ def test_bundled_model_loads(real_model: Any) -> None:
     assert real_model.tokenizer.eos_token_id in cfg.eos_token_ids
     assert real_model.context_window == cfg.max_position_embeddings == 8192
     assert not any(p.is_meta for p in real_model.model.parameters())
-    assert real_model.model.lm_head.weight is real_model.model.embed_tokens.weight  # tied
+    # packed by default: every linear layer runs on oneDNN with pre-packed weights
+    assert isinstance(real_model.model.lm_head, PackedLinear)
+    assert not any(isinstance(m, torch.nn.Linear) for m in real_model.model.modules())
+
+
+def test_unpacked_load_ties_the_output_head_to_the_embeddings() -> None:
+    loaded = load_model(BUNDLED_NAME, packed=False)
+    assert isinstance(loaded.model.lm_head, torch.nn.Linear)
+    assert loaded.model.lm_head.weight is loaded.model.embed_tokens.weight  # tied
 
 
 def test_bundled_model_is_cached_under_gen_home(real_model: Any) -> None:

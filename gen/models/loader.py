@@ -39,12 +39,22 @@ def load_tokenizer(path: Path) -> Any:
         raise ModelError(f"{path}: cannot load the tokenizer: {exc}") from exc
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{path}: cannot read: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: expected a JSON object")
+    return data
+
+
 def read_config(path: Path, tokenizer: Any) -> ModelConfig:
-    cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    cfg = _read_json(path / "config.json")
     extra: list[int] = []
     gen_cfg = path / "generation_config.json"
     if gen_cfg.is_file():
-        eos = json.loads(gen_cfg.read_text(encoding="utf-8")).get("eos_token_id")
+        eos = _read_json(gen_cfg).get("eos_token_id")
         extra += eos if isinstance(eos, list) else ([eos] if eos is not None else [])
     if getattr(tokenizer, "eos_token_id", None) is not None:
         extra.append(int(tokenizer.eos_token_id))

@@ -106,6 +106,8 @@ def prepare(spec: str | ModelSpec) -> Path:
     if (target / DONE_MARKER).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():  # a conversion without its done marker is incomplete: redo it
+        shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         convert_gguf(ms.path, tmp)

@@ -221,3 +221,31 @@ def test_bundled_conversion_is_reused(real_model: object, monkeypatch: pytest.Mo
     monkeypatch.setattr(store, "convert_gguf", no_conversion)
     assert prepare(BUNDLED_NAME) == first
     assert (first / store.DONE_MARKER).is_file() and (first / "config.json").is_file()
+
+
+def test_a_conversion_without_its_done_marker_is_redone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"not really a gguf")
+    target = store.converted_dir(gguf)
+    target.mkdir(parents=True)
+    (target / "junk").write_text("left by a killed conversion")
+
+    def fake_convert(src: Path, out: Path) -> None:
+        (out / store.DONE_MARKER).write_text("{}")
+
+    monkeypatch.setattr(store, "convert_gguf", fake_convert)
+    assert store.prepare(store.resolve(str(gguf))) == target
+    assert (target / store.DONE_MARKER).is_file()
+    assert not (target / "junk").exists()
+
+
+def test_a_broken_generation_config_is_a_model_error(tmp_path: Path) -> None:
+    from gen.models.loader import read_config
+
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "generation_config.json").write_text("{broken")
+    with pytest.raises(ModelError, match=r"generation_config\.json"):
+        read_config(tmp_path, tokenizer=None)

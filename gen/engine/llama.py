@@ -53,14 +53,20 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
         self.v_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
         self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=False)
+        self.qkv_proj: nn.Module | None = None  # q, k and v in one product, once fused
 
     def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
         cfg = self.cfg
         b, t, _ = x.shape
         hd, kvh, g = cfg.head_dim, cfg.num_kv_heads, cfg.group_size
-        q = self.q_proj(x).view(b, t, cfg.num_heads, hd).transpose(1, 2)  # (B, H, T, D)
-        k = self.k_proj(x).view(b, t, kvh, hd).transpose(1, 2)  # (B, KVH, T, D)
-        v = self.v_proj(x).view(b, t, kvh, hd).transpose(1, 2)
+        if self.qkv_proj is not None:
+            qkv = self.qkv_proj(x)  # (B, T, (H + 2 KVH) * D)
+            q_, k_, v_ = qkv.split([cfg.num_heads * hd, kvh * hd, kvh * hd], dim=-1)
+        else:
+            q_, k_, v_ = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = q_.reshape(b, t, cfg.num_heads, hd).transpose(1, 2)  # (B, H, T, D)
+        k = k_.reshape(b, t, kvh, hd).transpose(1, 2)  # (B, KVH, T, D)
+        v = v_.reshape(b, t, kvh, hd).transpose(1, 2)
         cos, sin = batch.cos, batch.sin  # (B, 1, T, D)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
@@ -88,8 +94,12 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.gate_up_proj: nn.Module | None = None  # gate and up in one product, once fused
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gate_up_proj is not None:
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+            return self.down_proj(F.silu(gate) * up)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 

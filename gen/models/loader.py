@@ -103,5 +103,7 @@ def load_model(
     cfg = read_config(path, tokenizer)
     model = load_weights(path, cfg, dtype)
     if packed and packed_linears.available():
+        with torch.inference_mode():
+            packed_linears.fuse_projections(model)
         packed_linears.pack_linears(model)
     return LoadedModel(ms.name, path, cfg, model, tokenizer)

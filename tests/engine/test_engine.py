@@ -209,3 +209,19 @@ def test_slot_compaction_after_cache_growth_keeps_outputs(make_engine: MakeEngin
     assert [len(ids) for ids in alone] == lengths
     assert engine.runner.slots.used == 0
     assert engine.runner.cache.capacity > 256
+
+
+def test_fused_and_packed_projections_decode_the_same(make_engine: MakeEngine) -> None:
+    from gen.engine import packed
+    from tests.fakes import tiny_llama
+
+    model = tiny_llama()
+    packed.fuse_projections(model)
+    swapped = packed.pack_linears(model) if packed.available() else 0
+    layer = model.layers[0]
+    assert layer.self_attn.qkv_proj is not None and layer.mlp.gate_up_proj is not None
+    assert not hasattr(layer.self_attn, "q_proj") and not hasattr(layer.mlp, "up_proj")
+    assert swapped in (0, 4 * len(model.layers) + 1)  # qkv, o, gate_up, down; lm_head
+    plain = make_engine().generate(PROMPTS, GREEDY)
+    fused = make_engine(model=model).generate(PROMPTS, GREEDY)
+    assert [c.token_ids for c in fused] == [c.token_ids for c in plain]

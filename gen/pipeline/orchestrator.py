@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any
 
-from gen.errors import ConfigError, ContextOverflowError, GenError
+from gen.errors import ContextOverflowError, GenError
 from gen.pipeline.budget import Fitted
 from gen.pipeline.events import EventLog
 from gen.pipeline.listparse import parse_list
@@ -311,5 +311,3 @@ def preflight(ctx: RunContext) -> None:
         except ContextOverflowError as exc:
             field = "prompt" if section.prompt is not None else "template"
             raise smap.error(("sections", index, field), str(exc)) from None
-        except ConfigError:
-            raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from collections.abc import AsyncIterator
 
 from gen.backends.base import Delta, Message
@@ -79,7 +80,11 @@ class LocalBackend:
         self.model = loaded.name
         self.tokenizer = loaded.tokenizer
         self.context_window = loaded.context_window
-        self.engine = Engine(loaded.model, loaded.tokenizer, max_slots=max_slots)
+        budget_mb = os.environ.get("GEN_KV_BUDGET_MB")
+        budget = int(float(budget_mb) * 2**20) if budget_mb else None
+        self.engine = Engine(
+            loaded.model, loaded.tokenizer, max_slots=max_slots, kv_budget_bytes=budget
+        )
         self.driver = EngineDriver(self.engine)
 
     def encode(self, messages: list[Message], continue_final: bool = False) -> list[int]:

@@ -5,7 +5,7 @@ It knows token ids and a tokenizer's decode(); prompts arrive already encoded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -27,14 +27,16 @@ class Engine:
         max_model_len: int | None = None,
         max_prefill_tokens: int = 2048,
         dtype: torch.dtype = torch.float32,
+        kv_budget_bytes: int | None = None,
     ) -> None:
+        """kv_budget_bytes caps the KV cache; requests that would pass it wait their turn."""
         cfg = model.cfg
         self.tokenizer = tokenizer
         self.eos_ids = cfg.eos_token_ids
         self.max_model_len = min(
             max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings
         )
-        self.runner = ModelRunner(model, max_slots, self.max_model_len, dtype)
+        self.runner = ModelRunner(model, max_slots, self.max_model_len, dtype, kv_budget_bytes)
         self.scheduler = Scheduler(max_prefill_tokens)
         self.requests: dict[str, Sequence] = {}
 
@@ -55,6 +57,14 @@ class Engine:
         if request_id is not None and request_id in self.requests:
             raise ValueError(f"request id {request_id!r} is already in use")
         seq = Sequence(prompt_ids, params, self.tokenizer, self.eos_ids, request_id, hold)
+        seq.reserved_tokens = min(seq.reserved_tokens, self.max_model_len)
+        cache = self.runner.cache
+        if not cache.fits(1, seq.reserved_tokens):
+            need = cache.rounded(seq.reserved_tokens) * cache.bytes_per_token()
+            raise ValueError(
+                f"request needs {need} bytes of KV memory ({seq.reserved_tokens} tokens), "
+                f"more than the whole budget of {cache.budget_bytes} bytes"
+            )
         self.requests[seq.request_id] = seq
         self.scheduler.add(seq)
         return seq.request_id
@@ -97,7 +107,7 @@ class Engine:
 
     def step(self) -> list[Output]:
         """One scheduling round: prefill admitted requests, decode the running ones."""
-        plan = self.scheduler.plan(self.runner.slots.free)
+        plan = self.scheduler.plan(self.runner.slots.free, self._admitter())
         outputs: list[Output] = []
         # 1) prefill: each admitted request gets its slot, runs its prompt, samples a token.
         for seq in plan.prefill:
@@ -110,6 +120,23 @@ class Engine:
             logits = self.runner.decode(batch)  # (B, vocab)
             outputs += self._sample(batch, logits)
         return outputs
+
+    def _admitter(self) -> Callable[[Sequence], bool]:
+        """Admission by KV memory: the dense cache needs (slots) x (widest row) positions."""
+        slots = self.runner.slots.used
+        widest = max(
+            (s.reserved_tokens for s in self.requests.values() if s.slot is not None), default=0
+        )
+
+        def admit(seq: Sequence) -> bool:
+            nonlocal slots, widest
+            wider = max(widest, seq.reserved_tokens)
+            if not self.runner.cache.fits(slots + 1, wider):
+                return False
+            slots, widest = slots + 1, wider
+            return True
+
+        return admit
 
     def _sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[Output]:
         tokens = sample(

@@ -25,6 +25,7 @@ class KVCache:
         max_len: int,
         dtype: torch.dtype = torch.float32,
         grow_tokens: int = 256,
+        budget_bytes: int | None = None,
     ) -> None:
         if max_slots < 1 or max_len < 1:
             raise ValueError(f"max_slots and max_len must be >= 1, got {max_slots}, {max_len}")
@@ -33,6 +34,7 @@ class KVCache:
         self.max_len = max_len
         self.dtype = dtype
         self.grow_tokens = grow_tokens
+        self.budget_bytes = budget_bytes  # None: bounded by max_slots x max_len only
         self.slots = 0
         self.capacity = 0
         self.k: list[torch.Tensor] = []
@@ -45,6 +47,18 @@ class KVCache:
     def nbytes(self) -> int:
         return self.slots * self.capacity * self.bytes_per_token()
 
+    def rounded(self, tokens: int) -> int:
+        step = self.grow_tokens
+        return min(self.max_len, -(-tokens // step) * step)
+
+    def fits(self, slots: int, tokens: int) -> bool:
+        """Would `slots` rows of `tokens` positions stay within the memory budget?"""
+        if slots > self.max_slots or tokens > self.max_len:
+            return False
+        if self.budget_bytes is None:
+            return True
+        return slots * self.rounded(tokens) * self.bytes_per_token() <= self.budget_bytes
+
     def reserve(self, slots: int, tokens: int) -> None:
         """Make room for `slots` rows of `tokens` positions each."""
         if slots > self.max_slots or tokens > self.max_len:
@@ -55,14 +69,17 @@ class KVCache:
         if slots <= self.slots and tokens <= self.capacity:
             return
         # grow only the dimension that is short, geometrically (amortised copies)
+        # (never past the budget by growing ahead: fall back to exactly what was asked)
         new_slots = self.slots
         if slots > self.slots:
             new_slots = max(slots, min(self.max_slots, self.slots * 2))
+            if not self.fits(new_slots, max(self.capacity, tokens)):
+                new_slots = slots
         new_cap = self.capacity
         if tokens > self.capacity:
-            wanted = max(tokens, self.capacity + self.capacity // 2)
-            step = self.grow_tokens
-            new_cap = min(self.max_len, -(-wanted // step) * step)
+            new_cap = self.rounded(max(tokens, self.capacity + self.capacity // 2))
+            if not self.fits(new_slots, new_cap):
+                new_cap = self.rounded(tokens)
         shape = (new_slots, self.cfg.num_kv_heads, new_cap, self.cfg.head_dim)
         for store in (self.k, self.v):
             for i in range(self.cfg.num_layers):

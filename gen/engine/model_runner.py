@@ -30,9 +30,12 @@ class ModelRunner:
         max_slots: int,
         max_model_len: int,
         dtype: torch.dtype = torch.float32,
+        kv_budget_bytes: int | None = None,
     ) -> None:
         self.model = model
-        self.cache = KVCache(model.cfg, max_slots, max_model_len, dtype)
+        self.cache = KVCache(
+            model.cfg, max_slots, max_model_len, dtype, budget_bytes=kv_budget_bytes
+        )
         self.slots = SlotManager(self.cache)
 
     # every cache mutation runs in inference mode: the cache holds inference tensors

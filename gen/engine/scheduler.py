@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gen.engine.sequence import Sequence, Status
@@ -26,8 +27,9 @@ class Scheduler:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def plan(self, free_slots: int) -> Plan:
-        """Decode every running sequence; admit waiting ones while slots and the budget last."""
+    def plan(self, free_slots: int, admit: Callable[[Sequence], bool] = lambda _: True) -> Plan:
+        """Decode every running sequence; admit waiting ones, in order, while there are free
+        slots, prefill budget, and `admit(seq)` (KV memory) says yes."""
         plan = Plan(decode=list(self.running))
         budget = self.max_prefill_tokens
         while self.waiting and len(plan.prefill) < free_slots:
@@ -35,6 +37,8 @@ class Scheduler:
             cost = len(seq.pending_ids())
             if plan.prefill and cost > budget:
                 break
+            if not admit(seq):
+                break  # waits until running requests finish and free their memory
             self.waiting.popleft()
             seq.status = Status.RUNNING
             self.running.append(seq)

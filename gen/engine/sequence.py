@@ -55,6 +55,7 @@ class Sequence:
         self.params = params
         self.eos_ids = eos_ids
         self.hold = hold  # park instead of finishing when a round reaches max_tokens
+        self.reserved_tokens = len(self.prompt_ids) + params.max_tokens  # KV rows it may need
         self.round_start = 0  # completion_tokens when the current round began
         self.output_ids: list[int] = []  # generated ids, without a final EOS / stop token
         self.completion_tokens = 0  # every sampled token, a final EOS / stop token included
@@ -143,6 +144,7 @@ class Sequence:
         self.status = Status.RUNNING
         self.finish_reason = None
         self.cached_prompt_tokens = self.total_len
+        self.reserved_tokens = self.total_len + max_tokens
         return self.cached_prompt_tokens
 
     def release(self) -> Output:

@@ -225,3 +225,29 @@ def test_fused_and_packed_projections_decode_the_same(make_engine: MakeEngine) -
     plain = make_engine().generate(PROMPTS, GREEDY)
     fused = make_engine(model=model).generate(PROMPTS, GREEDY)
     assert [c.token_ids for c in fused] == [c.token_ids for c in plain]
+
+
+def test_requests_over_the_kv_budget_wait_then_complete(make_engine: MakeEngine) -> None:
+    probe = make_engine()
+    per_token = probe.runner.cache.bytes_per_token()
+    # room for two rows of 256 positions: of four requests, at most two hold KV at once
+    engine = make_engine(kv_budget_bytes=2 * 256 * per_token)
+    params = SamplingParams(temperature=0, max_tokens=100, ignore_eos=True)
+    alone = [solo(make_engine(), p, params) for p in PROMPTS]
+    ids = [engine.add_request(p, params) for p in PROMPTS]
+    done: dict[str, list[int]] = {rid: [] for rid in ids}
+    most = 0
+    while engine.has_unfinished():
+        for out in engine.step():
+            done[out.request_id] += out.token_ids
+        most = max(most, engine.runner.slots.used)
+        assert engine.runner.cache.nbytes() <= 2 * 256 * per_token
+    assert most == 2
+    assert [done[rid] for rid in ids] == alone
+
+
+def test_a_request_larger_than_the_kv_budget_is_refused(make_engine: MakeEngine) -> None:
+    probe = make_engine()
+    engine = make_engine(kv_budget_bytes=256 * probe.runner.cache.bytes_per_token())
+    with pytest.raises(ValueError, match="KV memory"):
+        engine.add_request(PROMPTS[0], SamplingParams(max_tokens=300))

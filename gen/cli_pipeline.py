@@ -9,7 +9,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported lazily at run time: `gen validate` loads no torch
+    from gen.backends.base import Backend
+    from gen.pipeline.runner import PreparedRun
 
 RUN_EPILOG = """examples:
   gen run pipelines/quickstart.yaml
@@ -232,10 +236,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _execute(prepared: Any, backend: Any) -> dict[str, Any]:
+async def _execute(prepared: PreparedRun, backend: Backend) -> dict[str, Any]:
     try:
-        result: dict[str, Any] = await prepared.execute()
-        return result
+        return await prepared.execute()
     finally:
         await backend.aclose()
 

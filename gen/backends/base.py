@@ -24,8 +24,9 @@ class Delta:
 
 
 class Stream(Protocol):
-    """One generation. `rounds()` yields the current round's deltas; a round that ended
-    with "length" can go on with `resume()` where the backend keeps state (kv)."""
+    """One generation. `deltas()` yields the current round's deltas; a round that ended
+    with "length" can go on with `resume()` where the backend keeps state (kv); `close()`
+    ends it and returns any text still held back."""
 
     def deltas(self) -> AsyncIterator[Delta]: ...
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gen.backends.base import Backend, Delta, Message, Stream
+from gen.engine.detokenizer import REPLACEMENT
 from gen.engine.sampling_params import SamplingParams
 from gen.errors import ContextOverflowError
 from gen.pipeline.budget import Fitted, fit_prompt
@@ -20,8 +21,6 @@ from gen.pipeline.records import RoundRecord, SectionRecord
 from gen.pipeline.render import render_prompt, render_system
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
-
-REPLACEMENT = "\ufffd"
 
 
 @dataclass(slots=True)

@@ -12,7 +12,9 @@ import torch
 
 from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
+from gen.engine.kv_cache import KVCache
 from gen.models import LoadedModel, load_model
+from gen.models.loader import default_dtype
 
 TOPICS = [
     "the history of tea",
@@ -32,6 +34,27 @@ TOPICS = [
     "the human heart",
     "plate tectonics",
 ]
+
+
+# fixed texts for the perplexity comparison (written for this benchmark)
+PERPLEXITY_TEXTS = {
+    "english": (
+        "The lighthouse keeper climbed the spiral stairs every evening at dusk. He trimmed "
+        "the wick, polished the great lens until it shone, and wrote the weather in a "
+        "leather book: the direction of the wind, the height of the waves, the ships that "
+        "passed. In winter the storms came from the north and the spray reached the "
+        "gallery windows. In summer the sea lay flat and grey, and fishing boats drifted "
+        "home in the long light. When the lamp was finally replaced by an automatic beam, "
+        "the keeper moved to the village, but he still walked to the cliff each night to "
+        "watch the light turn, counting the seconds between the flashes as he always had."
+    ),
+    "chinese": (
+        "春天来了，山上的雪慢慢融化，小河里的水变得清澈。农民们开始在田里播种，孩子们在草地上"
+        "放风筝。城市里的公园也热闹起来，老人们在树下下棋，年轻人沿着湖边跑步。到了晚上，街道"
+        "两旁的灯一盏一盏亮起，小吃摊飘出饺子和烤红薯的香味。人们说，一年之计在于春，这个季节"
+        "最适合制定新的计划，学习新的知识，也最适合和家人一起出去走走。"
+    ),
+}
 
 
 def prompts(loaded: LoadedModel, n: int) -> list[list[int]]:
@@ -92,11 +115,17 @@ def run_bench(
     single_tokens: int = 256,
     mixed_requests: int = 32,
     progress: Callable[[str], None] = lambda _: None,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
-    loaded = load_model(model)
+    """Our engine in `dtype` against Hugging Face in float32, on the same weights."""
+    loaded = load_model(model, dtype or default_dtype())
     engine = Engine(loaded.model, loaded.tokenizer, max_slots=max(16, mixed_requests))
     hf = HFBaseline(loaded)
-    results: dict[str, Any] = {"model": loaded.name, "threads": torch.get_num_threads()}
+    results: dict[str, Any] = {
+        "model": loaded.name,
+        "dtype": loaded.dtype,
+        "threads": torch.get_num_threads(),
+    }
 
     # warm both up (first calls allocate and pick kernels)
     p0 = prompts(loaded, 1)[0]
@@ -144,15 +173,26 @@ def run_bench(
         "tokens_per_second": round(sum(lengths) / ours_mixed, 1),
     }
 
-    # c) continuation: 4 rounds of 64 on a ~600-token prompt, kv against re-prefill
+    # batch invariance: the shortest requests of the mixed batch again, each alone
+    solo_n = min(8, mixed_requests)
+    progress(f"batch invariance: {solo_n} requests of the mixed batch, each alone")
+    alone = [engine.generate([batch[i]], plist[i])[0].token_ids for i in range(solo_n)]
+    results["batch_invariance"] = {
+        "requests": solo_n,
+        "identical": sum(alone[i] == done[i].token_ids for i in range(solo_n)),
+    }
+
+    # c) continuation: a first round and 4 continuation rounds of 64 tokens on a
+    # ~600-token prompt, kv against re-sending the prompt and the history each round
     progress("continuation: kv against re-sending prompt + history")
     lp = long_prompt(loaded)
     round_params = SamplingParams(max_tokens=64, temperature=0, ignore_eos=True)
-    kv_text, kv_s = timed(lambda: _kv_rounds(engine, lp, round_params, 4))
-    re_text, re_s = timed(lambda: _reprefill_rounds(engine, lp, round_params, 4))
+    kv_text, kv_s = timed(lambda: _kv_rounds(engine, lp, round_params, 5))
+    re_text, re_s = timed(lambda: _reprefill_rounds(engine, lp, round_params, 5))
     results["continuation"] = {
         "prompt_tokens": len(lp),
-        "rounds": 4,
+        "rounds": 5,
+        "continuation_rounds": 4,
         "round_tokens": 64,
         "seconds": round(kv_s, 2),
         "reprefill_seconds": round(re_s, 2),
@@ -163,7 +203,60 @@ def run_bench(
     # d) time to first token (prefill of the single-stream prompt) and peak memory
     results["ttft_seconds"] = round(first_token[0], 4) if first_token else None
     results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+    # e) what the dtype does to the output, against float32 on the same weights
+    if loaded.dtype != "float32":
+        progress(f"quality: {loaded.dtype} against float32")
+        del hf
+        reference = load_model(model, "float32")
+        results["quality"] = quality(loaded, reference)
     return results
+
+
+def quality(
+    loaded: LoadedModel, reference: LoadedModel, n: int = 8, tokens: int = 64
+) -> dict[str, Any]:
+    """Greedy agreement with `reference` over n benchmark prompts, each alone, and the
+    perplexity of both on the fixed texts below."""
+    ps = prompts(loaded, n)
+    params = SamplingParams(max_tokens=tokens, min_tokens=tokens, temperature=0)
+    ours = Engine(loaded.model, loaded.tokenizer, max_slots=1)
+    ref = Engine(reference.model, reference.tokenizer, max_slots=1)
+    prefixes = []
+    for p in ps:
+        a = ours.generate([p], params)[0].token_ids
+        b = ref.generate([p], params)[0].token_ids
+        prefixes.append(_agree(a, b))
+    return {
+        "prompts": n,
+        "tokens": tokens,
+        "greedy_identical": sum(k == tokens for k in prefixes),
+        "mean_agreeing_prefix": round(sum(prefixes) / n, 1),
+        "perplexity": {
+            name: {
+                loaded.dtype: round(perplexity(loaded, text), 3),
+                "float32": round(perplexity(reference, text), 3),
+            }
+            for name, text in PERPLEXITY_TEXTS.items()
+        },
+    }
+
+
+@torch.inference_mode()
+def perplexity(loaded: LoadedModel, text: str) -> float:
+    """exp of the mean next-token loss over `text` (no chat template), in one forward."""
+    ids = loaded.tokenizer.encode(text)
+    cache = KVCache(loaded.config, 1, len(ids))
+    cache.reserve(1, len(ids))
+    logits = loaded.model(
+        torch.tensor([ids]),
+        torch.arange(len(ids))[None, :],
+        torch.tensor([0]),
+        cache,
+        all_logits=True,
+    )  # (1, T, vocab)
+    loss = torch.nn.functional.cross_entropy(logits[0, :-1], torch.tensor(ids[1:]))
+    return float(torch.exp(loss))
 
 
 def _agree(a: list[int], b: list[int]) -> int:

@@ -32,6 +32,8 @@ def _default_model() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from gen import cli_pipeline
+
     p = argparse.ArgumentParser(
         prog="gen",
         description="Declarative long-document generation with a built-in decode engine.",
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
+    cli_pipeline.add_dtype(g)
 
     m = sub.add_parser("models", help="list or prepare models")
     m.add_argument("action", nargs="?", choices=["list", "prepare"], default="list")
@@ -67,8 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--requests", type=int, default=32, help="requests in the mixed batch")
     b.add_argument("--tokens", type=int, default=256, help="new tokens in the single stream")
-
-    from gen import cli_pipeline
+    cli_pipeline.add_dtype(b)
 
     cli_pipeline.add_commands(sub)
     return p
@@ -95,7 +97,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         messages.insert(0, {"role": "system", "content": args.system})
     spec = args.model or _default_model()
     print(f"loading {spec} ...", file=sys.stderr, flush=True)
-    backend = open_backend(spec)
+    backend = open_backend(spec, dtype=args.dtype)
 
     async def go() -> dict[str, Any]:
         stream = await backend.chat(messages, params)
@@ -167,7 +169,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     def note(msg: str) -> None:
         print(f"bench: {msg} ...", file=sys.stderr, flush=True)
 
-    r = run_bench(args.model or _default_model(), args.tokens, args.requests, note)
+    r = run_bench(args.model or _default_model(), args.tokens, args.requests, note, args.dtype)
     if args.json:
         print(json.dumps(r))
         return 0
@@ -187,23 +189,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{m['ratio_vs_hf']}x",
         ),
         (
-            f"c) {c['prompt_tokens']}-token prompt, {c['rounds']}x{c['round_tokens']} (s)",
+            f"c) {c['prompt_tokens']}-token prompt, 1+{c['continuation_rounds']} rounds "
+            f"x {c['round_tokens']} (s)",
             f"{c['seconds']} (kv)",
             f"{c['reprefill_seconds']} (re-prefill)",
             f"{c['ratio_vs_reprefill']}x",
         ),
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    print(f"# {r['model']}, dtype {r['dtype']}, {r['threads']} threads; HF in float32")
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+    bi = r["batch_invariance"]
     print(
         f"greedy tokens identical to HF: {s['identical_tokens']} "
-        f"(first {s['agreeing_prefix']} agree); kv = re-prefill tokens: {c['same_tokens']}"
+        f"(first {s['agreeing_prefix']} agree); kv = re-prefill tokens: {c['same_tokens']}; "
+        f"batched = alone: {bi['identical']} of {bi['requests']} requests"
     )
-    print(
-        f"d) time to first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB; "
-        f"threads: {r['threads']}"
-    )
+    print(f"d) time to first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB")
+    if "quality" in r:
+        q = r["quality"]
+        print(
+            f"e) {r['dtype']} against float32: greedy identical for {q['greedy_identical']} "
+            f"of {q['prompts']} prompts ({q['tokens']} tokens; mean agreeing prefix "
+            f"{q['mean_agreeing_prefix']})"
+        )
+        for name, ppl in q["perplexity"].items():
+            print(
+                f"   perplexity, {name} text: {ppl[r['dtype']]} ({r['dtype']}) "
+                f"against {ppl['float32']} (float32)"
+            )
     return 0
 
 

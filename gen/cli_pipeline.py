@@ -23,6 +23,16 @@ RUN_EPILOG = """examples:
 """
 
 
+def add_dtype(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "int8"],
+        default=None,
+        help="weights and matrix arithmetic of the local engine (default: GEN_DTYPE, else "
+        "float32); int8 is faster on a CPU and changes the output",
+    )
+
+
 def add_commands(sub: Any) -> None:
     r = sub.add_parser(
         "run",
@@ -47,6 +57,7 @@ def add_commands(sub: Any) -> None:
         help="continue the latest run of this pipeline, reusing finished sections",
     )
     r.add_argument("--stream", action="store_true", help="stream the text to stdout")
+    add_dtype(r)
     r.add_argument(
         "--events",
         default=None,
@@ -193,7 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline, parse_overrides(args.overrides))
     model = args.model or pipeline.model
     print(f"loading {model} ...", file=sys.stderr, flush=True)
-    backend = open_backend(model, pipeline.base_url, pipeline.api_key_env)
+    backend = open_backend(model, pipeline.base_url, pipeline.api_key_env, dtype=args.dtype)
     subscribers: list[Callable[[dict[str, Any]], None]] = [Progress(sys.stderr)]
     if args.stream:
         subscribers.append(StreamPrinter(sys.stdout))

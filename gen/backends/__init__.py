@@ -13,8 +13,10 @@ def open_backend(
     base_url: str | None = None,
     api_key_env: str | None = None,
     context_window: int | None = None,
+    dtype: str | None = None,
 ) -> Backend:
-    """A backend for a model spec: `openai:<model>` is remote, anything else loads locally."""
+    """A backend for a model spec: `openai:<model>` is remote, anything else loads locally
+    (in `dtype`: float32 or int8; None means GEN_DTYPE, else float32)."""
     from gen.models import resolve
 
     ms = resolve(spec)
@@ -33,4 +35,4 @@ def open_backend(
     from gen.backends.local import LocalBackend
     from gen.models import load_model
 
-    return LocalBackend(load_model(ms))
+    return LocalBackend(load_model(ms, dtype))

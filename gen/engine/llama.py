@@ -22,10 +22,12 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        dtype = x.dtype
+        if x.dtype == torch.float32:
+            # one call; bitwise the same as the spelled-out form below
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
         h = x.to(torch.float32)
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(dtype)
+        return self.weight * h.to(x.dtype)
 
 
 def rotary_tables(cfg: ModelConfig, length: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -41,6 +43,11 @@ def rotary_tables(cfg: ModelConfig, length: int) -> tuple[torch.Tensor, torch.Te
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's `x * cos + rotate_half(x) * sin`, in the same float operations."""
+    return x * cos + rotate_half(x) * sin
 
 
 class Attention(nn.Module):
@@ -59,17 +66,19 @@ class Attention(nn.Module):
         cfg = self.cfg
         b, t, _ = x.shape
         hd, kvh, g = cfg.head_dim, cfg.num_kv_heads, cfg.group_size
+        h = cfg.num_heads
+        cos, sin = batch.cos, batch.sin  # (B, T, 1, D)
         if self.qkv_proj is not None:
-            qkv = self.qkv_proj(x)  # (B, T, (H + 2 KVH) * D)
-            q_, k_, v_ = qkv.split([cfg.num_heads * hd, kvh * hd, kvh * hd], dim=-1)
+            qkv = self.qkv_proj(x).view(b, t, h + 2 * kvh, hd)  # (B, T, H + 2 KVH, D)
+            # q and k side by side: one rotary pass for both
+            qk = apply_rotary(qkv[:, :, : h + kvh], cos, sin)
+            q, k = qk[:, :, :h], qk[:, :, h:]
+            v = qkv[:, :, h + kvh :]
         else:
-            q_, k_, v_ = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        q = q_.reshape(b, t, cfg.num_heads, hd).transpose(1, 2)  # (B, H, T, D)
-        k = k_.reshape(b, t, kvh, hd).transpose(1, 2)  # (B, KVH, T, D)
-        v = v_.reshape(b, t, kvh, hd).transpose(1, 2)
-        cos, sin = batch.cos, batch.sin  # (B, 1, T, D)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+            q = apply_rotary(self.q_proj(x).view(b, t, h, hd), cos, sin)
+            k = apply_rotary(self.k_proj(x).view(b, t, kvh, hd), cos, sin)
+            v = self.v_proj(x).view(b, t, kvh, hd)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, D)
         batch.cache.write(self.layer, batch.slots, batch.positions, k, v)
         keys, values = batch.cache.read(self.layer, batch.slots, batch.length, batch.contiguous)
         if t == 1:
@@ -144,8 +153,8 @@ class Batch:
         self.positions = positions  # (B, T)
         self.length = int(positions.max()) + 1
         self.contiguous = bool(torch.equal(slots, torch.arange(b)))
-        self.cos = tables[0][positions].unsqueeze(1)  # (B, 1, T, D)
-        self.sin = tables[1][positions].unsqueeze(1)
+        self.cos = tables[0][positions].unsqueeze(2)  # (B, T, 1, D)
+        self.sin = tables[1][positions].unsqueeze(2)
         first = int(positions[:, 0].min())
         # a fresh prompt attends causally to itself: SDPA's own causal path, no mask
         self.causal = t > 1 and first == 0 and self.length == t
@@ -181,8 +190,10 @@ class LlamaModel(nn.Module):
         positions: torch.Tensor,
         slots: torch.Tensor,
         cache: KVCache,
+        all_logits: bool = False,
     ) -> torch.Tensor:
-        """Next-token logits (B, vocab) after the last column of each row.
+        """Next-token logits (B, vocab) after the last column of each row; with all_logits,
+        after every column (B, T, vocab).
 
         input_ids, positions: (B, T), every row T real tokens; slots: (B,) cache rows.
         """
@@ -190,5 +201,6 @@ class LlamaModel(nn.Module):
         x = self.embed_tokens(input_ids)  # (B, T, C)
         for layer in self.layers:
             x = layer(x, batch)
-        x = x[:, -1, :]  # (B, C)
-        return self.lm_head(self.norm(x))  # (B, vocab)
+        if not all_logits:
+            x = x[:, -1, :]  # (B, C)
+        return self.lm_head(self.norm(x))  # (B, vocab) or (B, T, vocab)

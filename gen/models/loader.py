@@ -23,6 +23,7 @@ class LoadedModel:
     config: ModelConfig
     model: LlamaModel
     tokenizer: Any  # a transformers tokenizer: decode(), encode(), apply_chat_template()
+    dtype: str = "float32"
 
     @property
     def context_window(self) -> int:
@@ -93,17 +94,37 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
     return model.eval()
 
 
-def load_model(
-    spec: str | ModelSpec, dtype: torch.dtype = torch.float32, packed: bool = True
-) -> LoadedModel:
-    """packed: lay the linear weights out for oneDNN (faster decoding, same arithmetic)."""
+DTYPES = ("float32", "int8")
+
+
+def default_dtype() -> str:
+    """GEN_DTYPE, else float32."""
+    return os.environ.get("GEN_DTYPE") or "float32"
+
+
+def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = True) -> LoadedModel:
+    """dtype: float32 (default; GEN_DTYPE overrides) or int8 (int8 weights and dynamically
+    quantised activations in the linear layers but the MLP's down projection; the
+    embedding, norms, attention and KV cache stay float32). packed: lay float32 weights out for oneDNN (faster, same
+    arithmetic)."""
+    dtype = dtype or default_dtype()
+    if dtype not in DTYPES:
+        raise ModelError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    if dtype == "int8" and not packed_linears.int8_available():
+        raise ModelError("dtype int8 needs PyTorch's fbgemm quantized engine (x86 CPUs)")
     ms = resolve(spec) if isinstance(spec, str) else spec
     path = prepare(ms)
     tokenizer = load_tokenizer(path)
     cfg = read_config(path, tokenizer)
-    model = load_weights(path, cfg, dtype)
-    if packed and packed_linears.available():
+    model = load_weights(path, cfg, torch.float32)
+    if dtype == "int8":
+        with torch.inference_mode():
+            packed_linears.fuse_projections(model)
+        packed_linears.pack_linears(
+            model, packed_linears.Int8Linear, keep=packed_linears.INT8_KEEP_FLOAT
+        )
+    elif packed and packed_linears.available():
         with torch.inference_mode():
             packed_linears.fuse_projections(model)
         packed_linears.pack_linears(model)
-    return LoadedModel(ms.name, path, cfg, model, tokenizer)
+    return LoadedModel(ms.name, path, cfg, model, tokenizer, dtype)

@@ -105,8 +105,8 @@ def default_dtype() -> str:
 def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = True) -> LoadedModel:
     """dtype: float32 (default; GEN_DTYPE overrides) or int8 (int8 weights and dynamically
     quantised activations in the linear layers but the MLP's down projection; the
-    embedding, norms, attention and KV cache stay float32). packed: lay float32 weights out for oneDNN (faster, same
-    arithmetic)."""
+    embedding, norms, attention and KV cache stay float32).
+    packed: lay float32 weights out for oneDNN (faster, same arithmetic)."""
     dtype = dtype or default_dtype()
     if dtype not in DTYPES:
         raise ModelError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")

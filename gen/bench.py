@@ -12,7 +12,7 @@ import torch
 
 from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
-from gen.engine.kv_cache import KVCache
+from gen.engine.kv_cache import KVCache, common_prefix
 from gen.models import LoadedModel, load_model
 from gen.models.loader import default_dtype
 
@@ -132,7 +132,9 @@ def run_bench(
     engine.generate([p0], SamplingParams(max_tokens=8, temperature=0))
     hf.generate([p0], 8)
 
-    # a) one sequence, greedy, single_tokens new tokens
+    # a) one sequence, greedy, single_tokens new tokens (its prompt's KV not kept from the
+    # warm-up: time to first token is a whole prefill)
+    engine.runner.prefixes.clear()
     progress(f"single stream: {single_tokens} tokens, ours")
     params = SamplingParams(max_tokens=single_tokens, min_tokens=single_tokens, temperature=0)
     first_token: list[float] = []
@@ -151,7 +153,7 @@ def run_bench(
         "hf_tokens_per_second": round(single_tokens / hf_s, 2),
         "ratio_vs_hf": round(hf_s / ours_s, 2),
         "identical_tokens": ours_ids == hf_ids,
-        "agreeing_prefix": _agree(ours_ids, hf_ids),
+        "agreeing_prefix": common_prefix(ours_ids, hf_ids),
     }
 
     # b) mixed lengths: continuous batching against HF's static batch
@@ -161,6 +163,7 @@ def run_bench(
     ]
     progress(f"mixed batch: {mixed_requests} requests, max_tokens 16..256, ours")
     plist = [SamplingParams(max_tokens=n, temperature=0, ignore_eos=True) for n in lengths]
+    engine.runner.prefixes.clear()
     done, ours_mixed = timed(lambda: engine.generate(batch, plist))
     progress(f"mixed batch: {mixed_requests} requests, Hugging Face static batch")
     _, hf_mixed = timed(lambda: hf.generate(batch, max(lengths)))
@@ -171,6 +174,8 @@ def run_bench(
         "hf_seconds": round(hf_mixed, 2),
         "ratio_vs_hf": round(hf_mixed / ours_mixed, 2),
         "tokens_per_second": round(sum(lengths) / ours_mixed, 1),
+        "prompt_tokens": sum(len(p) for p in batch),
+        "prefix_reused_tokens": sum(c.cached_prompt_tokens for c in done),
     }
 
     # batch invariance: the shortest requests of the mixed batch again, each alone
@@ -187,8 +192,11 @@ def run_bench(
     progress("continuation: kv against re-sending prompt + history")
     lp = long_prompt(loaded)
     round_params = SamplingParams(max_tokens=64, temperature=0, ignore_eos=True)
+    engine.runner.prefixes.clear()
     kv_text, kv_s = timed(lambda: _kv_rounds(engine, lp, round_params, 5))
-    re_text, re_s = timed(lambda: _reprefill_rounds(engine, lp, round_params, 5))
+    # the baseline re-sends everything and recomputes it: no prefix reuse
+    plain = Engine(loaded.model, loaded.tokenizer, max_slots=1, prefix_cache_bytes=0)
+    re_text, re_s = timed(lambda: _reprefill_rounds(plain, lp, round_params, 5))
     results["continuation"] = {
         "prompt_tokens": len(lp),
         "rounds": 5,
@@ -226,7 +234,7 @@ def quality(
     for p in ps:
         a = ours.generate([p], params)[0].token_ids
         b = ref.generate([p], params)[0].token_ids
-        prefixes.append(_agree(a, b))
+        prefixes.append(common_prefix(a, b))
     return {
         "prompts": n,
         "tokens": tokens,
@@ -257,15 +265,6 @@ def perplexity(loaded: LoadedModel, text: str) -> float:
     )  # (1, T, vocab)
     loss = torch.nn.functional.cross_entropy(logits[0, :-1], torch.tensor(ids[1:]))
     return float(torch.exp(loss))
-
-
-def _agree(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _kv_rounds(engine: Engine, prompt: list[int], params: SamplingParams, rounds: int) -> list[int]:

@@ -206,6 +206,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         f"(first {s['agreeing_prefix']} agree); kv = re-prefill tokens: {c['same_tokens']}; "
         f"batched = alone: {bi['identical']} of {bi['requests']} requests"
     )
+    print(
+        f"b) prompt tokens {m['prompt_tokens']}, of which copied from a shared prefix "
+        f"(the chat template's system prompt): {m['prefix_reused_tokens']}"
+    )
     print(f"d) time to first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB")
     if "quality" in r:
         q = r["quality"]

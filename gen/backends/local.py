@@ -11,6 +11,7 @@ from gen.backends.base import Delta, Message
 from gen.backends.driver import EngineDriver
 from gen.engine import Engine, Output, SamplingParams
 from gen.engine.chat import encode_chat
+from gen.engine.engine import PREFIX_CACHE_BYTES
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
 
@@ -82,8 +83,13 @@ class LocalBackend:
         self.context_window = loaded.context_window
         budget_mb = os.environ.get("GEN_KV_BUDGET_MB")
         budget = int(float(budget_mb) * 2**20) if budget_mb else None
+        prefix_mb = os.environ.get("GEN_PREFIX_CACHE_MB")
         self.engine = Engine(
-            loaded.model, loaded.tokenizer, max_slots=max_slots, kv_budget_bytes=budget
+            loaded.model,
+            loaded.tokenizer,
+            max_slots=max_slots,
+            kv_budget_bytes=budget,
+            prefix_cache_bytes=(int(float(prefix_mb) * 2**20) if prefix_mb else PREFIX_CACHE_BYTES),
         )
         self.driver = EngineDriver(self.engine)
 

@@ -16,6 +16,8 @@ from gen.engine.sampling_params import SamplingParams
 from gen.engine.scheduler import Scheduler
 from gen.engine.sequence import Output, Sequence, Status
 
+PREFIX_CACHE_BYTES = 256 * 2**20
+
 
 class Engine:
     def __init__(
@@ -28,15 +30,20 @@ class Engine:
         max_prefill_tokens: int = 2048,
         dtype: torch.dtype = torch.float32,
         kv_budget_bytes: int | None = None,
+        prefix_cache_bytes: int = PREFIX_CACHE_BYTES,
     ) -> None:
-        """kv_budget_bytes caps the KV cache; requests that would pass it wait their turn."""
+        """kv_budget_bytes caps the KV cache; requests that would pass it wait their turn.
+        prefix_cache_bytes keeps finished sequences' keys and values for later prompts that
+        start the same way (0 turns prefix reuse off, from the store and from live rows)."""
         cfg = model.cfg
         self.tokenizer = tokenizer
         self.eos_ids = cfg.eos_token_ids
         self.max_model_len = min(
             max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings
         )
-        self.runner = ModelRunner(model, max_slots, self.max_model_len, dtype, kv_budget_bytes)
+        self.runner = ModelRunner(
+            model, max_slots, self.max_model_len, dtype, kv_budget_bytes, prefix_cache_bytes
+        )
         self.scheduler = Scheduler(max_prefill_tokens)
         self.requests: dict[str, Sequence] = {}
 
@@ -109,9 +116,11 @@ class Engine:
         """One scheduling round: prefill admitted requests, decode the running ones."""
         plan = self.scheduler.plan(self.runner.slots.free, self._admitter())
         outputs: list[Output] = []
-        # 1) prefill: each admitted request gets its slot, runs its prompt, samples a token.
+        # 1) prefill: each admitted request gets its slot, copies whatever leading part of its
+        # prompt another row or the prefix store holds, runs the rest, samples a token.
         for seq in plan.prefill:
             self.runner.assign_slot(seq)
+            seq.cached_prompt_tokens = self.runner.reuse_prefix(seq)
             logits = self.runner.prefill(seq)  # (1, vocab)
             outputs += self._sample([seq], logits)
         # 2) decode: every running request advances one token, in one batch.
@@ -143,7 +152,7 @@ class Engine:
             logits,
             [s.params for s in seqs],
             [s.generator for s in seqs],
-            [s.history() if s.params.repetition_penalty != 1.0 else [] for s in seqs],
+            [s.seen_mask(logits.shape[-1]) for s in seqs],
             [s.banned_ids() for s in seqs],
         )
         outputs = []
@@ -197,6 +206,7 @@ class Completion:
         self.stop_reason: int | str | None = None
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cached_prompt_tokens = 0
 
     def add(self, out: Output) -> None:
         self.deltas.append(out.text)
@@ -208,3 +218,4 @@ class Completion:
             self.stop_reason = out.stop_reason
             self.prompt_tokens = out.prompt_tokens
             self.completion_tokens = out.completion_tokens
+            self.cached_prompt_tokens = out.cached_prompt_tokens

@@ -5,7 +5,8 @@ Only bookkeeping and copies live here; attention itself is in the model code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -114,9 +115,84 @@ class KVCache:
         return self.k[layer][slots, :, :length], self.v[layer][slots, :, :length]
 
     def copy_slot(self, src: int, dst: int, length: int) -> None:
+        """Positions [0, length) of row src into row dst."""
         for store in (self.k, self.v):
             for t in store:
                 t[dst, :, :length] = t[src, :, :length]
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class PrefixStore:
+    """Keys and values of finished sequences, kept so that a later prompt starting with the
+    same ids (a system prompt, an outline, an earlier conversation) copies them instead of
+    running them through the model again. Least recently used entries go first once the
+    store would pass `budget_bytes`."""
+
+    def __init__(self, cache: KVCache, budget_bytes: int, min_tokens: int = 16) -> None:
+        self.cache = cache
+        self.budget_bytes = budget_bytes
+        self.min_tokens = min_tokens
+        # ids -> (layers, 2, kv_heads, len(ids), head_dim)
+        self.entries: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+        self.nbytes = 0
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.nbytes = 0
+
+    def put(self, ids: Sequence[int], slot: int) -> None:
+        """Keep the first len(ids) positions of cache row `slot`, which hold `ids`."""
+        n = len(ids)
+        size = n * self.cache.bytes_per_token()
+        if n < self.min_tokens or size > self.budget_bytes:
+            return
+        key = tuple(ids)
+        for old in list(self.entries):
+            if common_prefix(old, key) == len(old):  # the new entry covers an old one
+                self._drop(old)
+            elif common_prefix(old, key) == n:  # an old entry already covers this one
+                self.entries.move_to_end(old)
+                return
+        while self.entries and self.nbytes + size > self.budget_bytes:
+            self._drop(next(iter(self.entries)))
+        kv = torch.stack(
+            [
+                torch.stack((self.cache.k[i][slot, :, :n], self.cache.v[i][slot, :, :n]))
+                for i in range(self.cache.cfg.num_layers)
+            ]
+        )
+        self.entries[key] = kv
+        self.nbytes += size
+
+    def match(self, ids: Sequence[int]) -> tuple[tuple[int, ...] | None, int]:
+        """The entry sharing the longest prefix with `ids`, and that length."""
+        best: tuple[int, ...] | None = None
+        length = 0
+        for key in self.entries:
+            n = common_prefix(key, ids)
+            if n > length:
+                best, length = key, n
+        return best, length
+
+    def load(self, key: tuple[int, ...], slot: int, length: int) -> None:
+        """Copy the first `length` positions of entry `key` into cache row `slot`."""
+        kv = self.entries[key]
+        self.entries.move_to_end(key)
+        for i in range(self.cache.cfg.num_layers):
+            self.cache.k[i][slot, :, :length] = kv[i, 0, :, :length]
+            self.cache.v[i][slot, :, :length] = kv[i, 1, :, :length]
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        kv = self.entries.pop(key)
+        self.nbytes -= kv.shape[3] * self.cache.bytes_per_token()
 
 
 class SlotManager:

@@ -7,7 +7,7 @@ from typing import Protocol
 import torch
 
 from gen.engine.config import ModelConfig
-from gen.engine.kv_cache import KVCache, SlotManager
+from gen.engine.kv_cache import KVCache, PrefixStore, SlotManager, common_prefix
 from gen.engine.sequence import Sequence
 
 
@@ -31,12 +31,14 @@ class ModelRunner:
         max_model_len: int,
         dtype: torch.dtype = torch.float32,
         kv_budget_bytes: int | None = None,
+        prefix_cache_bytes: int = 0,
     ) -> None:
         self.model = model
         self.cache = KVCache(
             model.cfg, max_slots, max_model_len, dtype, budget_bytes=kv_budget_bytes
         )
         self.slots = SlotManager(self.cache)
+        self.prefixes = PrefixStore(self.cache, prefix_cache_bytes)
 
     # every cache mutation runs in inference mode: the cache holds inference tensors
     @torch.inference_mode()
@@ -44,9 +46,38 @@ class ModelRunner:
         seq.slot = self.slots.allocate(seq, len(seq.prompt_ids))
 
     @torch.inference_mode()
+    def reuse_prefix(self, seq: Sequence) -> int:
+        """Copy the longest run of the prompt's leading ids that another row or the prefix
+        store holds into the sequence's row; returns how many (0 below the store's
+        min_tokens). The last prompt id is always left to run, for its logits."""
+        if self.prefixes.budget_bytes <= 0 or seq.slot is None or seq.num_cached:
+            return 0
+        wanted = seq.prompt_ids[:-1]
+        row, length = -1, 0
+        for slot, owner in enumerate(self.slots.owners):
+            if isinstance(owner, Sequence) and owner is not seq and owner.num_cached:
+                n = common_prefix(owner.history()[: owner.num_cached], wanted)
+                if n > length:
+                    row, length = slot, n
+        key, stored = self.prefixes.match(wanted)
+        if max(length, stored) < self.prefixes.min_tokens:
+            return 0
+        if stored > length and key is not None:
+            length = stored
+            self.slots.grow(seq.slot, length)
+            self.prefixes.load(key, seq.slot, length)
+        else:
+            self.slots.grow(seq.slot, length)
+            self.cache.copy_slot(row, seq.slot, length)
+        seq.num_cached = length
+        return length
+
+    @torch.inference_mode()
     def release_slot(self, seq: Sequence) -> None:
         if seq.slot is None:
             return
+        if self.prefixes.budget_bytes > 0 and seq.num_cached:
+            self.prefixes.put(seq.history()[: seq.num_cached], seq.slot)
 
         def moved(owner: object, slot: int) -> None:
             assert isinstance(owner, Sequence)

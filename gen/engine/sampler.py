@@ -17,10 +17,9 @@ def apply_repetition_penalty(
     logits: torch.Tensor, seen: torch.Tensor, penalty: float
 ) -> torch.Tensor:
     """Hugging Face's rule on a (vocab,) row: positive logits of seen ids are divided,
-    negative ones multiplied."""
-    scores = logits[seen]
-    logits[seen] = torch.where(scores < 0, scores * penalty, scores / penalty)
-    return logits
+    negative ones multiplied. `seen` is a (vocab,) boolean mask."""
+    penalised = torch.where(logits < 0, logits * penalty, logits / penalty)
+    return torch.where(seen, penalised, logits)
 
 
 def filter_logits(logits: torch.Tensor, p: SamplingParams) -> torch.Tensor:
@@ -46,21 +45,30 @@ def sample(
     logits: torch.Tensor,
     params: Seq[SamplingParams],
     generators: Seq[torch.Generator | None],
-    history: Seq[list[int]],
+    seen: Seq[torch.Tensor | None],
     banned: Seq[tuple[int, ...]],
 ) -> list[int]:
-    """One token id per row of `logits` (B, vocab)."""
+    """One token id per row of `logits` (B, vocab). seen[i]: a (vocab,) mask of the ids the
+    repetition penalty applies to, or None."""
     logits = logits.float()
+    plain = [
+        p.greedy and not banned[i] and (p.repetition_penalty == 1.0 or seen[i] is None)
+        for i, p in enumerate(params)
+    ]
+    # plain greedy rows: one argmax over the batch
+    argmax = logits.argmax(-1).tolist() if any(plain) else []
     out: list[int] = []
     for i, p in enumerate(params):
+        if plain[i]:
+            out.append(int(argmax[i]))
+            continue
         row = logits[i]
         if banned[i]:
             row = row.clone()
             row[list(banned[i])] = float("-inf")
-        if p.repetition_penalty != 1.0 and history[i]:
-            row = apply_repetition_penalty(
-                row.clone(), torch.tensor(sorted(set(history[i]))), p.repetition_penalty
-            )
+        mask = seen[i]
+        if p.repetition_penalty != 1.0 and mask is not None:
+            row = apply_repetition_penalty(row, mask, p.repetition_penalty)
         if p.greedy:
             out.append(int(torch.argmax(row)))
             continue

@@ -67,6 +67,7 @@ class Sequence:
         self.finish_reason: str | None = None
         self.stop_reason: int | str | None = None
         self.generator: torch.Generator | None = None
+        self._seen: torch.Tensor | None = None  # repetition penalty ids, made on first use
         if not params.greedy:
             self.generator = torch.Generator()
             if params.seed is None:
@@ -100,6 +101,17 @@ class Sequence:
     def history(self) -> list[int]:
         return self.prompt_ids + self.output_ids
 
+    def seen_mask(self, vocab: int) -> torch.Tensor | None:
+        """The ids the repetition penalty applies to (prompt and output) as a (vocab,) mask,
+        kept up to date token by token; None without a repetition penalty."""
+        if self.params.repetition_penalty == 1.0:
+            return None
+        if self._seen is None:
+            self._seen = torch.zeros(vocab, dtype=torch.bool)
+            ids = [i for i in self.history() if 0 <= i < vocab]
+            self._seen[ids] = True
+        return self._seen
+
     def append(self, token: int, max_model_len: int) -> Output:
         """Take one sampled token: update text, check every stop condition, report."""
         p = self.params
@@ -113,6 +125,8 @@ class Sequence:
             # stop: a stop token id sampled
             return self._finish("", "stop", token)
         self.output_ids.append(token)
+        if self._seen is not None and 0 <= token < self._seen.shape[0]:
+            self._seen[token] = True
         shown, match = self.matcher.feed(self.detok.push([token]), check=may_stop)
         if match is not None:
             # stop: a stop string completed (possibly across tokens)

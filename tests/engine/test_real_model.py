@@ -168,9 +168,7 @@ def test_batched_greedy_equals_solo_on_the_real_model(
     others finish early. The float32 oneDNN kernels give a row the same bits at any M."""
     engine = Engine(real_model.model, real_model.tokenizer, max_slots=4)
     params = SamplingParams(temperature=0, max_tokens=MAX_NEW)
-    alone = {
-        name: engine.generate([ids], params)[0].token_ids for name, ids in chat_ids.items()
-    }
+    alone = {name: engine.generate([ids], params)[0].token_ids for name, ids in chat_ids.items()}
     assert {name: c.token_ids for name, c in greedy.items()} == alone
 
     # staggered: "chinese" starts alone, "english" joins after 5 steps, "emoji" after 11,
@@ -191,3 +189,32 @@ def test_batched_greedy_equals_solo_on_the_real_model(
             break
     assert got == alone
     assert all(len(t) > 10 for t in alone.values())
+
+
+def test_prefix_reuse_decodes_what_a_cold_engine_decodes(real_model: Any) -> None:
+    """Two chat requests share a system prompt and a document; the second copies that
+    prefix from the first (kept after it finished) and still matches a cold engine."""
+    document = "文档：" + "长城是中国古代的军事防御工程，修建历时两千多年。🏯 " * 6
+    asks = ["用一句话总结这份文档。", "Translate the first sentence into English."]
+    ids = [
+        encode_chat(
+            real_model.tokenizer,
+            [
+                {"role": "system", "content": "You are a careful assistant. " + document},
+                {"role": "user", "content": ask},
+            ],
+        )
+        for ask in asks
+    ]
+    params = SamplingParams(temperature=0, max_tokens=24)
+    warm = Engine(real_model.model, real_model.tokenizer, max_slots=2)
+    cold = Engine(real_model.model, real_model.tokenizer, max_slots=2, prefix_cache_bytes=0)
+    first = warm.generate([ids[0]], params)[0]
+    second = warm.generate([ids[1]], params)[0]
+    shared = next(i for i, (a, b) in enumerate(zip(*ids, strict=False)) if a != b)
+    assert shared > 100
+    assert (first.cached_prompt_tokens, second.cached_prompt_tokens) == (0, shared)
+    assert [first.token_ids, second.token_ids] == [
+        cold.generate([p], params)[0].token_ids for p in ids
+    ]
+    assert REPLACEMENT not in second.text

@@ -39,15 +39,24 @@ def test_temperature_scales_before_filtering() -> None:
 
 def test_repetition_penalty_follows_hugging_face() -> None:
     row = torch.tensor([2.0, -2.0, 1.0, -1.0])
-    out = apply_repetition_penalty(row.clone(), torch.tensor([0, 1]), 2.0)
+    seen = torch.tensor([True, True, False, False])
+    out = apply_repetition_penalty(row.clone(), seen, 2.0)
     assert out.tolist() == [1.0, -4.0, 1.0, -1.0]
+
+
+def test_greedy_with_a_repetition_penalty_avoids_a_seen_id() -> None:
+    logits = torch.tensor([[3.0, 2.0, 1.0], [3.0, 2.0, 1.0]])
+    p = SamplingParams(temperature=0, repetition_penalty=2.0)
+    seen = torch.tensor([True, False, False])
+    # row 0 has seen id 0 (3.0 -> 1.5 < 2.0); row 1 has no mask and keeps the argmax
+    assert sample(logits, [p, p], [None, None], [seen, None], [(), ()]) == [1, 0]
 
 
 def test_greedy_rows_take_the_argmax_and_respect_banned_ids() -> None:
     logits = torch.tensor([[0.0, 3.0, 1.0], [5.0, 1.0, 4.0]])
     greedy = SamplingParams(temperature=0)
-    assert sample(logits, [greedy, greedy], [None, None], [[], []], [(), ()]) == [1, 0]
-    assert sample(logits, [greedy, greedy], [None, None], [[], []], [(1,), (0,)]) == [2, 2]
+    assert sample(logits, [greedy, greedy], [None, None], [None, None], [(), ()]) == [1, 0]
+    assert sample(logits, [greedy, greedy], [None, None], [None, None], [(1,), (0,)]) == [2, 2]
 
 
 def test_each_row_draws_from_its_own_generator() -> None:
@@ -56,7 +65,7 @@ def test_each_row_draws_from_its_own_generator() -> None:
 
     def draws(seed_a: int, seed_b: int) -> list[int]:
         gens = [torch.Generator().manual_seed(seed_a), torch.Generator().manual_seed(seed_b)]
-        return sample(logits, [p, p], gens, [[], []], [(), ()])
+        return sample(logits, [p, p], gens, [None, None], [(), ()])
 
     assert draws(1, 2)[0] == draws(1, 3)[0]
     assert draws(1, 2)[1] == draws(5, 2)[1]

@@ -192,8 +192,9 @@ def run_bench(
     progress("continuation: kv against re-sending prompt + history")
     lp = long_prompt(loaded)
     round_params = SamplingParams(max_tokens=64, temperature=0, ignore_eos=True)
-    engine.runner.prefixes.clear()
-    kv_text, kv_s = timed(lambda: _kv_rounds(engine, lp, round_params, 5))
+    # one section alone: each side gets an engine with one fresh KV row
+    section = Engine(loaded.model, loaded.tokenizer, max_slots=1)
+    kv_text, kv_s = timed(lambda: _kv_rounds(section, lp, round_params, 5))
     # the baseline re-sends everything and recomputes it: no prefix reuse
     plain = Engine(loaded.model, loaded.tokenizer, max_slots=1, prefix_cache_bytes=0)
     re_text, re_s = timed(lambda: _reprefill_rounds(plain, lp, round_params, 5))

@@ -40,6 +40,7 @@ class Backend(Protocol):
     model: str
     context_window: int
     supports_kv: bool  # can a stream resume from its cache (the `kv` strategy)?
+    dtype: str | None  # the local engine's weights (float32, int8); None for a remote server
 
     def count_tokens(self, messages: list[Message]) -> int: ...
 

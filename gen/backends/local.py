@@ -79,6 +79,7 @@ class LocalBackend:
     def __init__(self, loaded: LoadedModel, max_slots: int = 16) -> None:
         self.loaded = loaded
         self.model = loaded.name
+        self.dtype: str | None = loaded.dtype
         self.tokenizer = loaded.tokenizer
         self.context_window = loaded.context_window
         budget_mb = os.environ.get("GEN_KV_BUDGET_MB")

@@ -122,6 +122,7 @@ class OpenAIStream:
 class OpenAIBackend:
     name = "openai"
     supports_kv = False
+    dtype: str | None = None
 
     def __init__(
         self,

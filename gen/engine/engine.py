@@ -28,12 +28,15 @@ class Engine:
         max_slots: int = 16,
         max_model_len: int | None = None,
         max_prefill_tokens: int = 2048,
+        prefill_chunk: int = 512,
         dtype: torch.dtype = torch.float32,
         kv_budget_bytes: int | None = None,
         prefix_cache_bytes: int = PREFIX_CACHE_BYTES,
     ) -> None:
         """kv_budget_bytes caps the KV cache; requests that would pass it wait their turn.
-        prefix_cache_bytes keeps finished sequences' keys and values for later prompts that
+        While others decode, a step runs at most prefill_chunk prompt tokens, so a long
+        prompt goes in chunks between decode steps instead of stalling them; alone, a step
+        runs up to max_prefill_tokens. prefix_cache_bytes keeps finished sequences' keys and values for later prompts that
         start the same way (0 turns prefix reuse off, from the store and from live rows)."""
         cfg = model.cfg
         self.tokenizer = tokenizer
@@ -45,6 +48,8 @@ class Engine:
             model, max_slots, self.max_model_len, dtype, kv_budget_bytes, prefix_cache_bytes
         )
         self.scheduler = Scheduler(max_prefill_tokens)
+        self.max_prefill_tokens = max_prefill_tokens
+        self.prefill_chunk = prefill_chunk
         self.requests: dict[str, Sequence] = {}
 
     def add_request(
@@ -116,13 +121,21 @@ class Engine:
         """One scheduling round: prefill admitted requests, decode the running ones."""
         plan = self.scheduler.plan(self.runner.slots.free, self._admitter())
         outputs: list[Output] = []
-        # 1) prefill: each admitted request gets its slot, copies whatever leading part of its
-        # prompt another row or the prefix store holds, runs the rest, samples a token.
+        # 1) prefill: an admitted request gets its slot and copies whatever leading part of
+        # its prompt another row or the prefix store holds; prompts run (in chunks while
+        # others decode) and a request samples its first token once its whole prompt has.
+        budget = self.prefill_chunk if plan.decode else self.max_prefill_tokens
         for seq in plan.prefill:
-            self.runner.assign_slot(seq)
-            seq.cached_prompt_tokens = self.runner.reuse_prefix(seq)
-            logits = self.runner.prefill(seq)  # (1, vocab)
-            outputs += self._sample([seq], logits)
+            if seq.slot is None:
+                self.runner.assign_slot(seq)
+                seq.cached_prompt_tokens = self.runner.reuse_prefix(seq)
+            if budget <= 0:
+                continue  # its turn comes in a later step
+            run = min(len(seq.pending_ids()), budget)
+            logits = self.runner.prefill(seq, run)  # (1, vocab)
+            budget -= run
+            if seq.num_cached == len(seq.prompt_ids):
+                outputs += self._sample([seq], logits)
         # 2) decode: every running request advances one token, in one batch.
         if plan.decode:
             batch = sorted(plan.decode, key=lambda s: s.slot if s.slot is not None else -1)

@@ -87,10 +87,11 @@ class ModelRunner:
         seq.slot = None
 
     @torch.inference_mode()
-    def prefill(self, seq: Sequence) -> torch.Tensor:
-        """Run the sequence's uncached prompt ids; logits (1, vocab) for its next token."""
+    def prefill(self, seq: Sequence, limit: int | None = None) -> torch.Tensor:
+        """Run the sequence's uncached prompt ids, at most `limit` of them; logits (1, vocab)
+        after the last one run (the next token's, once the whole prompt has run)."""
         assert seq.slot is not None
-        ids = seq.pending_ids()
+        ids = seq.pending_ids()[:limit]
         start = seq.num_cached
         end = start + len(ids)
         self.slots.grow(seq.slot, end)

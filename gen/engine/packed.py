@@ -7,7 +7,8 @@
 - `Int8Linear` (`dtype int8`): int8 weights, one scale per output channel, and int8
   activations quantised on the fly (fbgemm's dynamic quantised linear). A quarter of the
   bytes to read per token. Output differs from float32; the activation scale is taken
-  over the whole batch, so a row's result can depend on what it is batched with.
+  over all the rows of a call, so a row's result can depend on what it is batched with
+  and on how much of its prompt was copied from the prefix cache.
   The MLP's down projection stays float32 (see INT8_KEEP_FLOAT).
 """
 

@@ -28,11 +28,16 @@ class Scheduler:
         return bool(self.waiting or self.running)
 
     def plan(self, free_slots: int, admit: Callable[[Sequence], bool] = lambda _: True) -> Plan:
-        """Decode every running sequence; admit waiting ones, in order, while there are free
-        slots, prefill budget, and `admit(seq)` (KV memory) says yes."""
-        plan = Plan(decode=list(self.running))
-        budget = self.max_prefill_tokens
-        while self.waiting and len(plan.prefill) < free_slots:
+        """Decode every running sequence whose prompt has been run; go on with the prompts
+        still being run (a long one goes in chunks); admit waiting ones, in order, while
+        there are free slots, prefill budget, and `admit(seq)` (KV memory) says yes."""
+        plan = Plan(
+            decode=[s for s in self.running if s.prefilled],
+            prefill=[s for s in self.running if not s.prefilled],
+        )
+        budget = self.max_prefill_tokens - sum(len(s.pending_ids()) for s in plan.prefill)
+        admitted = 0
+        while self.waiting and admitted < free_slots:
             seq = self.waiting[0]
             cost = len(seq.pending_ids())
             if plan.prefill and cost > budget:
@@ -43,6 +48,7 @@ class Scheduler:
             seq.status = Status.RUNNING
             self.running.append(seq)
             plan.prefill.append(seq)
+            admitted += 1
             budget -= cost
         return plan
 

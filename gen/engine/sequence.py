@@ -86,6 +86,11 @@ class Sequence:
     def finished(self) -> bool:
         return self.status is Status.FINISHED
 
+    @property
+    def prefilled(self) -> bool:
+        """Has the whole prompt been run (and a first token sampled)?"""
+        return self.last_token is not None
+
     def pending_ids(self) -> list[int]:
         """Ids not yet run through the model (the prompt at first, then the last token)."""
         if self.last_token is None:

@@ -191,7 +191,10 @@ class Orchestrator:
             runner = SectionRun(self.ctx, section, rec, variables)
             first = runner.first_prompt()
             settings = self.pipeline.settings_for(section).model_dump(mode="json")
-            rec.input_hash = input_hash(first, settings, self.model, rec.title)
+            model = self.model
+            if self.ctx.backend.dtype not in (None, "float32"):
+                model = f"{model} ({self.ctx.backend.dtype})"  # other weights, other text
+            rec.input_hash = input_hash(first, settings, model, rec.title)
             if not self._reuse(rec):
                 rec.status = "running"
                 self.events.emit(
@@ -279,6 +282,7 @@ class Orchestrator:
             "status": self.status,
             "model": self.model,
             "backend": self.ctx.backend.name,
+            "dtype": self.ctx.backend.dtype,
             "created": self.created,
             "inputs": self.pipeline.inputs,
             "context": {"window": self.ctx.window, "reserve": self.ctx.reserve},

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gen.engine import Engine, SamplingParams
-from tests.fakes import ByteTokenizer
+from tests.fakes import ByteTokenizer, tiny_llama
 
 MakeEngine = Callable[..., Engine]
 tok = ByteTokenizer()
@@ -251,3 +251,48 @@ def test_a_request_larger_than_the_kv_budget_is_refused(make_engine: MakeEngine)
     engine = make_engine(kv_budget_bytes=256 * probe.runner.cache.bytes_per_token())
     with pytest.raises(ValueError, match="KV memory"):
         engine.add_request(PROMPTS[0], SamplingParams(max_tokens=300))
+
+
+def test_a_long_prompt_runs_in_chunks_while_others_keep_decoding(
+    make_engine: MakeEngine,
+) -> None:
+    model = tiny_llama()
+    long_prompt = tok.encode("长的提示词，" * 20 + " 🎉 end")
+    params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    alone = make_engine(model=model, prefix_cache_bytes=0).generate([long_prompt], params)
+
+    engine = make_engine(model=model, prefix_cache_bytes=0, prefill_chunk=64)
+    runner = engine.runner
+    chunks: list[int] = []
+    real_prefill = runner.prefill
+
+    def prefill(seq: Any, limit: int | None = None) -> Any:
+        chunks.append(min(len(seq.pending_ids()), limit or 10**9))
+        return real_prefill(seq, limit)
+
+    runner.prefill = prefill  # type: ignore[method-assign]
+    busy = engine.add_request(PROMPTS[0], SamplingParams(temperature=0, max_tokens=40))
+    engine.step()  # "busy" is decoding from now on
+    chunks.clear()
+    late = engine.add_request(long_prompt, params)
+    busy_tokens_per_step = []
+    got: list[int] = []
+    while engine.has_unfinished():
+        outs = engine.step()
+        busy_tokens_per_step.append(sum(len(o.token_ids) for o in outs if o.request_id == busy))
+        got += [t for o in outs if o.request_id == late for t in o.token_ids]
+    full, rest = divmod(len(long_prompt), 64)
+    assert chunks == [64] * full + [rest]  # 64 prompt tokens a step
+    steps = len(chunks)
+    assert all(n == 1 for n in busy_tokens_per_step[:steps])  # never stalled by the prefill
+    assert got == alone[0].token_ids
+
+
+def test_a_prompt_longer_than_the_step_budget_still_completes(make_engine: MakeEngine) -> None:
+    model = tiny_llama()
+    prompt = tok.encode("ภาษาไทย " * 20)  # 400 bytes
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    whole = make_engine(model=model).generate([prompt], params)[0]
+    chunked = make_engine(model=model, max_prefill_tokens=96).generate([prompt], params)[0]
+    assert chunked.token_ids == whole.token_ids
+    assert chunked.prompt_tokens == len(prompt)

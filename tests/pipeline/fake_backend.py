@@ -109,6 +109,7 @@ class FakeBackend:
     chunk: int = 4  # characters per streamed delta
     name: str = "fake"
     model: str = "fake-model"
+    dtype: str | None = None
     calls: list[ChatCall] = field(default_factory=list)
     resumes: list[tuple[str, int]] = field(default_factory=list)
     closes: list[str] = field(default_factory=list)

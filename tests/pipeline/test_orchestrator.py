@@ -147,10 +147,11 @@ def test_manifest_fields(tmp_path: Path) -> None:
     assert manifest["pipeline"] == "shape"
     assert manifest["run_id"] == prepared.run_dir.run_id == prepared.run_dir.path.name
     assert prepared.run_dir.path == tmp_path / "shape" / manifest["run_id"]
-    assert (manifest["status"], manifest["model"], manifest["backend"]) == (
+    assert (manifest["status"], manifest["model"], manifest["backend"], manifest["dtype"]) == (
         "completed",
         "fake-model",
         "fake",
+        None,
     )
     assert manifest["document"] == "document.md"
     intro, body = manifest["sections"]

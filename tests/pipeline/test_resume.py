@@ -136,3 +136,14 @@ def test_resume_regenerates_a_section_whose_inputs_changed(tmp_path: Path) -> No
     assert "outline" in backend.call_keys()
     assert sections_by_id(manifest)["outline"]["cached"] is False
     assert manifest["inputs"] == {"topic": "coffee"}
+
+
+def test_resume_regenerates_sections_written_in_another_dtype(tmp_path: Path) -> None:
+    first, _ = run(pipeline_from(CHAIN), FakeBackend(dict(SCRIPTS), dtype="int8"), tmp_path)
+    assert first["dtype"] == "int8"
+    backend = FakeBackend(dict(SCRIPTS), dtype="float32")
+    manifest, _ = run(pipeline_from(CHAIN), backend, tmp_path, resume=True)
+    # the same prompts, other weights: nothing is taken from the int8 run
+    assert manifest["dtype"] == "float32"
+    assert not any(s["cached"] for s in manifest["sections"])
+    assert "outline" in backend.call_keys()

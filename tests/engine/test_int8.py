@@ -1,0 +1,111 @@
+"""dtype int8: int8 weights with dynamically quantised activations (fbgemm), the MLP's
+down projection kept in float32. Unit tests on random layers and the tiny model; the
+real-model tests show what it does to the bundled model's output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from gen.bench import PERPLEXITY_TEXTS, perplexity
+from gen.engine import Engine, SamplingParams
+from gen.engine import packed as packed_linears
+from gen.engine.packed import INT8_KEEP_FLOAT, Int8Linear, PackedLinear
+from gen.errors import ModelError
+from gen.models import load_model
+from tests.fakes import ByteTokenizer, tiny_llama
+
+pytestmark = pytest.mark.skipif(
+    not packed_linears.int8_available(), reason="PyTorch without the fbgemm engine"
+)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 32])
+def test_int8_linear_stays_close_to_float32(rows: int) -> None:
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 96, bias=True)
+    x = torch.randn(rows, 3, 256)
+    with torch.inference_mode():
+        want = linear(x)
+        got = Int8Linear(linear)(x)
+    assert got.shape == want.shape == (rows, 3, 96)
+    assert got.dtype == torch.float32
+    rel = (got - want).norm() / want.norm()
+    assert 0 < rel < 0.02  # quantised (not exact), but within 2%
+
+
+def test_int8_model_keeps_down_proj_in_float32() -> None:
+    model = tiny_llama()
+    with torch.inference_mode():
+        packed_linears.fuse_projections(model)
+    swapped = packed_linears.pack_linears(model, Int8Linear, keep=INT8_KEEP_FLOAT)
+    assert swapped == 2 * 4 + 1  # per layer qkv, o, gate_up, down; plus lm_head
+    layer = model.layers[0]
+    assert isinstance(layer.mlp.down_proj, PackedLinear)
+    assert isinstance(layer.mlp.gate_up_proj, Int8Linear)
+    assert isinstance(layer.self_attn.qkv_proj, Int8Linear)
+    assert isinstance(model.lm_head, Int8Linear)
+
+
+def test_int8_engine_decodes_deterministically() -> None:
+    model = tiny_llama()
+    with torch.inference_mode():
+        packed_linears.fuse_projections(model)
+    packed_linears.pack_linears(model, Int8Linear, keep=INT8_KEEP_FLOAT)
+    tok = ByteTokenizer()
+    params = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
+    prompt = tok.encode("你好，世界 🎉")
+    runs = [Engine(model, tok).generate([prompt], params)[0].token_ids for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert len(runs[0]) == 16
+
+
+def test_unknown_dtype_is_a_model_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ModelError, match="bfloat16"):
+        load_model("smollm2-135m", dtype="bfloat16")
+    monkeypatch.setenv("GEN_DTYPE", "float16")
+    with pytest.raises(ModelError, match="float16"):
+        load_model("smollm2-135m")
+
+
+@pytest.fixture(scope="module")
+def int8_model() -> Any:
+    return load_model("smollm2-135m", dtype="int8")
+
+
+@pytest.mark.real_model
+def test_real_int8_model_streams_chinese_cleanly(int8_model: Any) -> None:
+    from gen.engine.chat import encode_chat
+
+    assert int8_model.dtype == "int8"
+    engine = Engine(int8_model.model, int8_model.tokenizer, max_slots=2)
+    ids = encode_chat(
+        int8_model.tokenizer, [{"role": "user", "content": "Translate to Chinese: Good morning."}]
+    )
+    params = SamplingParams(temperature=0, max_tokens=32)
+    outs = list(engine.stream(ids, params))
+    deltas = [out.text for out in outs]
+    text = "".join(deltas)
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in text)  # some Chinese
+    # U+FFFD only in the final flush, where max_tokens may cut a character in half
+    assert all("\ufffd" not in d for d in deltas[:-1])
+    ids_out = [t for out in outs for t in out.token_ids]
+    assert text == int8_model.tokenizer.decode(ids_out, skip_special_tokens=True)
+    # greedy in a fresh engine: the same again (not in this one: with its prompt's prefix
+    # copied from the cache, int8 quantises the last token's activations on their own)
+    again = Engine(int8_model.model, int8_model.tokenizer, max_slots=2)
+    assert again.generate([ids], params)[0].text == text
+
+
+@pytest.mark.real_model
+def test_real_int8_perplexity_stays_near_float32(int8_model: Any, real_model: Any) -> None:
+    """Measured here: English 52.9 against 48.3, Chinese 17.5 against 15.8. Quantising the
+    down projection too would about double both (see INT8_KEEP_FLOAT)."""
+    for text in PERPLEXITY_TEXTS.values():
+        full = perplexity(real_model, text)
+        quantised = perplexity(int8_model, text)
+        assert quantised != full
+        assert quantised < 1.25 * full

@@ -36,8 +36,9 @@ class Engine:
         """kv_budget_bytes caps the KV cache; requests that would pass it wait their turn.
         While others decode, a step runs at most prefill_chunk prompt tokens, so a long
         prompt goes in chunks between decode steps instead of stalling them; alone, a step
-        runs up to max_prefill_tokens. prefix_cache_bytes keeps finished sequences' keys and values for later prompts that
-        start the same way (0 turns prefix reuse off, from the store and from live rows)."""
+        runs up to max_prefill_tokens. prefix_cache_bytes keeps finished sequences' keys and
+        values for later prompts that start the same way (0 turns prefix reuse off, from the
+        store and from live rows)."""
         cfg = model.cfg
         self.tokenizer = tokenizer
         self.eos_ids = cfg.eos_token_ids

@@ -241,6 +241,7 @@ def quality(
         "tokens": tokens,
         "greedy_identical": sum(k == tokens for k in prefixes),
         "mean_agreeing_prefix": round(sum(prefixes) / n, 1),
+        # over the text as a prompt (one forward) and token by token (as in decoding)
         "perplexity": {
             name: {
                 loaded.dtype: round(perplexity(loaded, text), 3),
@@ -248,15 +249,30 @@ def quality(
             }
             for name, text in PERPLEXITY_TEXTS.items()
         },
+        "perplexity_decoding": {
+            name: {
+                loaded.dtype: round(perplexity(loaded, text, stepwise=True), 3),
+                "float32": round(perplexity(reference, text, stepwise=True), 3),
+            }
+            for name, text in PERPLEXITY_TEXTS.items()
+        },
     }
 
 
 @torch.inference_mode()
-def perplexity(loaded: LoadedModel, text: str) -> float:
-    """exp of the mean next-token loss over `text` (no chat template), in one forward."""
+def perplexity(loaded: LoadedModel, text: str, stepwise: bool = False) -> float:
+    """exp of the mean next-token loss over `text` (no chat template), in one forward, or
+    with stepwise one token at a time through the decoding path."""
     ids = loaded.tokenizer.encode(text)
     cache = KVCache(loaded.config, 1, len(ids))
     cache.reserve(1, len(ids))
+    if stepwise:
+        steps = [
+            loaded.model(torch.tensor([[t]]), torch.tensor([[i]]), torch.tensor([0]), cache)
+            for i, t in enumerate(ids[:-1])
+        ]
+        loss = torch.nn.functional.cross_entropy(torch.cat(steps), torch.tensor(ids[1:]))
+        return float(torch.exp(loss))
     logits = loaded.model(
         torch.tensor([ids]),
         torch.arange(len(ids))[None, :],

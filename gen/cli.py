@@ -219,9 +219,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{q['mean_agreeing_prefix']})"
         )
         for name, ppl in q["perplexity"].items():
+            step = q["perplexity_decoding"][name]
             print(
-                f"   perplexity, {name} text: {ppl[r['dtype']]} ({r['dtype']}) "
-                f"against {ppl['float32']} (float32)"
+                f"   perplexity, {name} text: {ppl[r['dtype']]} ({r['dtype']}) against "
+                f"{ppl['float32']} (float32) as a prompt; {step[r['dtype']]} against "
+                f"{step['float32']} token by token"
             )
     return 0
 

@@ -9,7 +9,7 @@
   bytes to read per token. Output differs from float32; the activation scale is taken
   over all the rows of a call, so a row's result can depend on what it is batched with
   and on how much of its prompt was copied from the prefix cache.
-  The MLP's down projection stays float32 (see INT8_KEEP_FLOAT).
+  The MLP's down projection runs prompts in float32 (see INT8_PROMPT_FLOAT32).
 """
 
 from __future__ import annotations
@@ -51,10 +51,14 @@ def int8_available() -> bool:
 
 
 class Int8Linear(nn.Module):
-    def __init__(self, linear: nn.Linear) -> None:
+    """prompt_float32: also keep the float32 weights, for calls of several tokens per row
+    (prompts); single-token rows (decoding) still run in int8."""
+
+    def __init__(self, linear: nn.Linear, prompt_float32: bool = False) -> None:
         super().__init__()
         self.in_features = linear.in_features
         self.out_features = linear.out_features
+        self.prompt = PackedLinear(linear) if prompt_float32 else None
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # quantized tensor constructors are "deprecated"
             weight = linear.weight.detach().float()
@@ -65,7 +69,9 @@ class Int8Linear(nn.Module):
             self.packed = torch.ops.quantized.linear_prepack(q, bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = x.shape
+        shape = x.shape  # (B, T, in)
+        if self.prompt is not None and x.dim() > 2 and shape[-2] > 1:
+            return self.prompt(x)
         # reduce_range: 7-bit activations, so AVX2's 16-bit pair sums cannot saturate
         y = torch.ops.quantized.linear_dynamic(
             x.reshape(-1, self.in_features), self.packed, True
@@ -96,20 +102,23 @@ def fuse_projections(model: nn.Module) -> None:
                     delattr(module, n)
 
 
-def pack_linears(
-    model: nn.Module, kind: type[nn.Module] = PackedLinear, keep: tuple[str, ...] = ()
-) -> int:
-    """Swap every float32 nn.Linear inside `model` for `kind` (PackedLinear or Int8Linear),
-    except those named in `keep`, which become PackedLinear; returns how many."""
+def pack_linears(model: nn.Module, int8: bool = False) -> int:
+    """Swap every float32 nn.Linear inside `model` for a PackedLinear, or with int8 for an
+    Int8Linear; returns how many."""
     swapped = 0
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and child.weight.dtype == torch.float32:
-                setattr(module, name, PackedLinear(child) if name in keep else kind(child))
+                if int8:
+                    new: nn.Module = Int8Linear(child, name in INT8_PROMPT_FLOAT32)
+                else:
+                    new = PackedLinear(child)
+                setattr(module, name, new)
                 swapped += 1
     return swapped
 
 
-# down_proj reads SiLU(gate) * up, whose few huge channels wreck one shared int8 scale:
-# quantising it doubles the perplexity of the bundled model; float32 there costs ~5%.
-INT8_KEEP_FLOAT = ("down_proj",)
+# down_proj reads SiLU(gate) * up. In a prompt, the first tokens' few huge channels set
+# the one int8 scale of the whole call and wash out every other row: quantised there, it
+# doubles the bundled model's perplexity. Decoding rows are fine in int8.
+INT8_PROMPT_FLOAT32 = ("down_proj",)

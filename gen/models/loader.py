@@ -104,8 +104,8 @@ def default_dtype() -> str:
 
 def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = True) -> LoadedModel:
     """dtype: float32 (default; GEN_DTYPE overrides) or int8 (int8 weights and dynamically
-    quantised activations in the linear layers but the MLP's down projection; the
-    embedding, norms, attention and KV cache stay float32).
+    quantised activations in the linear layers, but the MLP's down projection on prompts;
+    the embedding, norms, attention and KV cache stay float32).
     packed: lay float32 weights out for oneDNN (faster, same arithmetic)."""
     dtype = dtype or default_dtype()
     if dtype not in DTYPES:
@@ -120,9 +120,7 @@ def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = T
     if dtype == "int8":
         with torch.inference_mode():
             packed_linears.fuse_projections(model)
-        packed_linears.pack_linears(
-            model, packed_linears.Int8Linear, keep=packed_linears.INT8_KEEP_FLOAT
-        )
+        packed_linears.pack_linears(model, int8=True)
     elif packed and packed_linears.available():
         with torch.inference_mode():
             packed_linears.fuse_projections(model)

@@ -93,9 +93,18 @@ class Engine:
 
     def resume(self, request_id: str, max_tokens: int) -> int:
         """Continue a parked request for up to max_tokens more; nothing is re-prefilled.
-        Returns the tokens of context carried over in the cache."""
+        Returns the tokens of context carried over in the cache. A round that would take
+        the KV cache past its budget waits until running requests have freed enough."""
         seq = self.requests[request_id]
+        cache = self.runner.cache
+        need = min(seq.total_len + max_tokens, self.max_model_len)
+        if not cache.fits(1, need):
+            raise ValueError(
+                f"another round of {max_tokens} tokens needs {need} tokens of KV memory, "
+                f"more than the whole budget of {cache.budget_bytes} bytes holds"
+            )
         carried = seq.resume(max_tokens)
+        seq.reserved_tokens = need
         self.scheduler.resume(seq)
         return carried
 
@@ -120,7 +129,7 @@ class Engine:
 
     def step(self) -> list[Output]:
         """One scheduling round: prefill admitted requests, decode the running ones."""
-        plan = self.scheduler.plan(self.runner.slots.free, self._admitter())
+        plan = self.scheduler.plan(self.runner.slots.free, self._admitter(), self._fits)
         outputs: list[Output] = []
         # 1) prefill: an admitted request gets its slot and copies whatever leading part of
         # its prompt another row or the prefix store holds; prompts run (in chunks while
@@ -143,6 +152,13 @@ class Engine:
             logits = self.runner.decode(batch)  # (B, vocab)
             outputs += self._sample(batch, logits)
         return outputs
+
+    def _fits(self) -> bool:
+        """Do the rows holding KV memory fit the budget at their widest reservation?"""
+        widest = max(
+            (s.reserved_tokens for s in self.requests.values() if s.slot is not None), default=0
+        )
+        return self.runner.cache.fits(self.runner.slots.used, widest)
 
     def _admitter(self) -> Callable[[Sequence], bool]:
         """Admission by KV memory: the dense cache needs (slots) x (widest row) positions."""

@@ -61,7 +61,8 @@ class KVCache:
         return slots * self.rounded(tokens) * self.bytes_per_token() <= self.budget_bytes
 
     def reserve(self, slots: int, tokens: int) -> None:
-        """Make room for `slots` rows of `tokens` positions each."""
+        """Make room for `slots` rows of `tokens` positions each. Rows past `slots` are
+        unused: when the budget asks for it, a reallocation drops them."""
         if slots > self.max_slots or tokens > self.max_len:
             raise ValueError(
                 f"KV cache request ({slots} slots x {tokens} tokens) exceeds "
@@ -81,12 +82,15 @@ class KVCache:
             new_cap = self.rounded(max(tokens, self.capacity + self.capacity // 2))
             if not self.fits(new_slots, new_cap):
                 new_cap = self.rounded(tokens)
+            if not self.fits(new_slots, new_cap):
+                new_slots = slots
+        kept = min(self.slots, new_slots)
         shape = (new_slots, self.cfg.num_kv_heads, new_cap, self.cfg.head_dim)
         for store in (self.k, self.v):
             for i in range(self.cfg.num_layers):
                 new = torch.zeros(shape, dtype=self.dtype)
                 if store and i < len(store):
-                    new[: self.slots, :, : self.capacity] = store[i]
+                    new[:kept, :, : self.capacity] = store[i][:kept]
                     store[i] = new
                 else:
                     store.append(new)
@@ -219,7 +223,7 @@ class SlotManager:
         return slot
 
     def grow(self, slot: int, tokens: int) -> None:
-        self.cache.reserve(self.cache.slots, tokens)
+        self.cache.reserve(self.used, tokens)
         self.lengths[slot] = max(self.lengths[slot], tokens)
 
     def release(self, slot: int, on_move: Callable[[object, int], None]) -> None:

@@ -20,17 +20,30 @@ class Scheduler:
         self.max_prefill_tokens = max_prefill_tokens
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
+        self.resuming: deque[Sequence] = deque()  # parked, another round asked for
 
     def add(self, seq: Sequence) -> None:
         self.waiting.append(seq)
 
     def has_unfinished(self) -> bool:
-        return bool(self.waiting or self.running)
+        return bool(self.waiting or self.running or self.resuming)
 
-    def plan(self, free_slots: int, admit: Callable[[Sequence], bool] = lambda _: True) -> Plan:
+    def plan(
+        self,
+        free_slots: int,
+        admit: Callable[[Sequence], bool] = lambda _: True,
+        fits: Callable[[], bool] = lambda: True,
+    ) -> Plan:
         """Decode every running sequence whose prompt has been run; go on with the prompts
         still being run (a long one goes in chunks); admit waiting ones, in order, while
-        there are free slots, prefill budget, and `admit(seq)` (KV memory) says yes."""
+        there are free slots, prefill budget, and `admit(seq)` (KV memory) says yes.
+        Resumed rounds rejoin first, in order, while `fits()` (KV memory) says yes."""
+        while self.resuming and (fits() or not self.running):
+            # (with nothing running nothing would free memory: go over rather than hang)
+            self.running.append(self.resuming.popleft())
+        if self.resuming:
+            # a resumed round is waiting for memory: let running requests finish first
+            return Plan(decode=[s for s in self.running if s.prefilled])
         plan = Plan(
             decode=[s for s in self.running if s.prefilled],
             prefill=[s for s in self.running if not s.prefilled],
@@ -53,11 +66,10 @@ class Scheduler:
         return plan
 
     def resume(self, seq: Sequence) -> None:
-        """A parked sequence (it keeps its slot) rejoins the decode batch."""
-        self.running.append(seq)
+        """A parked sequence (it keeps its slot) rejoins the decode batch, once it fits."""
+        self.resuming.append(seq)
 
     def remove(self, seq: Sequence) -> None:
-        if seq in self.running:
-            self.running.remove(seq)
-        elif seq in self.waiting:
-            self.waiting.remove(seq)
+        for queue in (self.running, self.waiting, self.resuming):
+            if seq in queue:
+                queue.remove(seq)

@@ -296,3 +296,46 @@ def test_a_prompt_longer_than_the_step_budget_still_completes(make_engine: MakeE
     chunked = make_engine(model=model, max_prefill_tokens=96).generate([prompt], params)[0]
     assert chunked.token_ids == whole.token_ids
     assert chunked.prompt_tokens == len(prompt)
+
+
+def test_a_resumed_round_over_the_kv_budget_waits_for_memory(make_engine: MakeEngine) -> None:
+    probe = make_engine()
+    per_token = probe.runner.cache.bytes_per_token()
+    budget = 2 * 256 * per_token  # two rows of 256 positions
+    engine = make_engine(kv_budget_bytes=budget)
+    short = SamplingParams(temperature=0, max_tokens=20, ignore_eos=True)
+    held = engine.add_request(PROMPTS[0], short, hold=True)
+    other = engine.add_request(PROMPTS[3], SamplingParams(temperature=0, max_tokens=120))
+    parked = False
+    while not parked:
+        parked = any(o.parked for o in engine.step() if o.request_id == held)
+    # another 300 tokens: 2 rows of 512 positions would pass the budget, so the round
+    # waits while `other` runs, then goes on alone
+    engine.resume(held, 300)
+    finished_at: dict[str, int] = {}
+    first_resumed_token = None
+    for step in range(1000):
+        for out in engine.step():
+            if out.request_id == held and out.token_ids and first_resumed_token is None:
+                first_resumed_token = step
+            if out.finished:
+                finished_at[out.request_id] = step
+        assert engine.runner.cache.nbytes() <= budget
+        if not engine.has_unfinished():
+            break
+    assert first_resumed_token is not None and other in finished_at
+    assert first_resumed_token > finished_at[other]
+    assert held in finished_at
+
+
+def test_a_resumed_round_larger_than_the_whole_budget_is_refused(
+    make_engine: MakeEngine,
+) -> None:
+    per_token = make_engine().runner.cache.bytes_per_token()
+    engine = make_engine(kv_budget_bytes=256 * per_token)
+    rid = engine.add_request(PROMPTS[0], SamplingParams(max_tokens=8, temperature=0), hold=True)
+    while not any(o.parked for o in engine.step()):
+        pass
+    with pytest.raises(ValueError, match="whole budget"):
+        engine.resume(rid, 400)
+    assert engine.release(rid) is not None  # still parked, still releasable

@@ -110,6 +110,7 @@ class EngineDriver:
             try:
                 eng.resume(rid, max_tokens)
             except Exception as exc:
+                eng.abort(rid)  # a round that cannot run frees the memory it holds
                 self._fail(rid, exc)
         elif name in ("release", "abort"):
             (rid,) = args

@@ -1,0 +1,35 @@
+"""The engine driver thread: what a caller sees when a continuation round cannot run."""
+
+from __future__ import annotations
+
+import queue
+
+from gen.backends.driver import EngineDriver
+from gen.engine import Engine, Output, SamplingParams
+from tests.fakes import ByteTokenizer, tiny_llama
+
+
+def test_a_resume_that_can_never_fit_fails_and_frees_the_row() -> None:
+    tok = ByteTokenizer()
+    probe = Engine(tiny_llama(), tok)
+    per_token = probe.runner.cache.bytes_per_token()
+    engine = Engine(tiny_llama(), tok, kv_budget_bytes=256 * per_token)
+    driver = EngineDriver(engine)
+    got: queue.Queue[Output | BaseException] = queue.Queue()
+    try:
+        params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+        driver.submit("r1", tok.encode("续写：春天 🌸"), params, got.put, hold=True)
+        while True:
+            out = got.get(timeout=60)
+            assert isinstance(out, Output)
+            if out.finished:
+                break
+        assert out.parked
+        driver.resume("r1", 400)  # 400 more tokens never fit a 256-token budget
+        err = got.get(timeout=60)
+        assert isinstance(err, ValueError) and "whole budget" in str(err)
+        # the parked row is gone and the engine is idle again
+        state = driver.call(lambda e: (e.runner.slots.used, e.has_unfinished(), e.requests))
+        assert state == (0, False, {})
+    finally:
+        driver.stop()

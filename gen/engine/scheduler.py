@@ -41,13 +41,13 @@ class Scheduler:
         while self.resuming and (fits() or not self.running):
             # (with nothing running nothing would free memory: go over rather than hang)
             self.running.append(self.resuming.popleft())
-        if self.resuming:
-            # a resumed round is waiting for memory: let running requests finish first
-            return Plan(decode=[s for s in self.running if s.prefilled])
         plan = Plan(
             decode=[s for s in self.running if s.prefilled],
             prefill=[s for s in self.running if not s.prefilled],
         )
+        if self.resuming:
+            # a resumed round is waiting for memory: admit nobody, let the running finish
+            return plan
         budget = self.max_prefill_tokens - sum(len(s.pending_ids()) for s in plan.prefill)
         admitted = 0
         while self.waiting and admitted < free_slots:

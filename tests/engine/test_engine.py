@@ -339,3 +339,31 @@ def test_a_resumed_round_larger_than_the_whole_budget_is_refused(
     with pytest.raises(ValueError, match="whole budget"):
         engine.resume(rid, 400)
     assert engine.release(rid) is not None  # still parked, still releasable
+
+
+def test_a_waiting_resume_does_not_stall_a_prompt_being_prefilled(
+    make_engine: MakeEngine,
+) -> None:
+    """A resumed round waits for memory while a long prompt is still running in chunks:
+    the prompt goes on, finishes, and then the round runs (no deadlock)."""
+    per_token = make_engine().runner.cache.bytes_per_token()
+    engine = make_engine(kv_budget_bytes=3 * 256 * per_token, prefill_chunk=32)
+    held = engine.add_request(
+        PROMPTS[0], SamplingParams(temperature=0, max_tokens=12, ignore_eos=True), hold=True
+    )
+    while not any(o.parked for o in engine.step() if o.request_id == held):
+        pass
+    # keep one request decoding so the long prompt is chunked, then park the round again
+    busy = engine.add_request(PROMPTS[1], SamplingParams(temperature=0, max_tokens=30))
+    engine.step()
+    long_prompt = tok.encode("分块预填充 " * 12)  # 192 bytes: six chunks of 32
+    late = engine.add_request(long_prompt, SamplingParams(temperature=0, max_tokens=40))
+    engine.step()  # the long prompt has started, 32 tokens a step
+    assert engine.requests[late].slot is not None and not engine.requests[late].prefilled
+    engine.resume(held, 300)  # 3 rows x 512 would pass the budget: the round waits
+    finished: set[str] = set()
+    for _ in range(2000):
+        finished |= {o.request_id for o in engine.step() if o.finished}
+        if not engine.has_unfinished():
+            break
+    assert finished == {held, busy, late}

@@ -39,6 +39,11 @@ class Engine:
         runs up to max_prefill_tokens. prefix_cache_bytes keeps finished sequences' keys and
         values for later prompts that start the same way (0 turns prefix reuse off, from the
         store and from live rows)."""
+        if max_prefill_tokens < 1 or prefill_chunk < 1:
+            raise ValueError(
+                f"max_prefill_tokens and prefill_chunk must be >= 1, "
+                f"got {max_prefill_tokens} and {prefill_chunk}"
+            )
         cfg = model.cfg
         self.tokenizer = tokenizer
         self.eos_ids = cfg.eos_token_ids

@@ -9,7 +9,9 @@
   bytes to read per token. Output differs from float32; the activation scale is taken
   over all the rows of a call, so a row's result can depend on what it is batched with
   and on how much of its prompt was copied from the prefix cache.
-  The MLP's down projection runs prompts in float32 (see INT8_PROMPT_FLOAT32).
+  The MLP's down projection runs prompts in float32 (see INT8_PROMPT_FLOAT32); a
+  prompt piece of one token (the last one after a prefix copy, or a chunk boundary)
+  counts as decoding there, so chunking can also change a row's int8 result.
 """
 
 from __future__ import annotations

@@ -155,6 +155,12 @@ def test_empty_prompt_and_duplicate_ids_are_rejected(make_engine: MakeEngine) ->
         engine.add_request(PROMPTS[1], GREEDY, request_id="r1")
 
 
+@pytest.mark.parametrize("setting", ["max_prefill_tokens", "prefill_chunk"])
+def test_prefill_budgets_below_one_are_rejected(make_engine: MakeEngine, setting: str) -> None:
+    with pytest.raises(ValueError, match=setting):
+        make_engine(**{setting: 0})
+
+
 def test_repetition_penalty_changes_a_repetitive_greedy_output(make_engine: MakeEngine) -> None:
     engine = make_engine()
     plain = solo(engine, PROMPTS[0], SamplingParams(temperature=0, max_tokens=30, ignore_eos=True))

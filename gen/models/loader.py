@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from gen.engine import LlamaModel, ModelConfig
+from gen.engine import LlamaModel, ModelConfig, kernels
 from gen.engine import packed as packed_linears
 from gen.errors import ModelError
 from gen.models.store import ModelSpec, prepare, resolve
@@ -106,7 +106,9 @@ def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = T
     """dtype: float32 (default; GEN_DTYPE overrides) or int8 (int8 weights and dynamically
     quantised activations in the linear layers, but the MLP's down projection on prompts;
     the embedding, norms, attention and KV cache stay float32).
-    packed: lay float32 weights out for oneDNN (faster, same arithmetic)."""
+    packed: run the engine's compiled kernels (gen.engine.kernels; where they cannot be
+    built, oneDNN's packed linear layers). Faster; float32 results stay within rounding
+    of the plain PyTorch model, and batch-invariant."""
     dtype = dtype or default_dtype()
     if dtype not in DTYPES:
         raise ModelError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
@@ -117,12 +119,11 @@ def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = T
     tokenizer = load_tokenizer(path)
     cfg = read_config(path, tokenizer)
     model = load_weights(path, cfg, torch.float32)
-    if dtype == "int8":
-        with torch.inference_mode():
-            packed_linears.fuse_projections(model)
-        packed_linears.pack_linears(model, int8=True)
-    elif packed and packed_linears.available():
-        with torch.inference_mode():
-            packed_linears.fuse_projections(model)
-        packed_linears.pack_linears(model)
+    if dtype == "int8" or packed:
+        compiled = kernels.load()
+        if dtype == "int8" or compiled is not None or packed_linears.available():
+            with torch.inference_mode():
+                packed_linears.fuse_projections(model)
+            packed_linears.pack_linears(model, int8=dtype == "int8", kernels=compiled)
+            model.use_kernels(compiled)
     return LoadedModel(ms.name, path, cfg, model, tokenizer, dtype)

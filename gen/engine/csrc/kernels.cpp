@@ -1,0 +1,381 @@
+// Float32 CPU kernels for the decode engine (AVX2 + FMA), built on first use by
+// gen/engine/kernels.py. Every kernel computes each output row from its own input row
+// in one fixed order of operations, so a row's result never depends on how many other
+// rows share the call (batch invariance, bit for bit), nor on how the work is split
+// between threads.
+//
+// Built with -ffp-contract=off: a multiply followed by an add rounds twice, as the
+// PyTorch operations they replace do (rotary is bitwise the same as the PyTorch form).
+
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace {
+
+// ---------------------------------------------------------------- linear: y = x W^T + b
+
+// the 8 lanes of a dot-product accumulator, added in a fixed order
+inline float fold(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// MB rows of x against NB rows of W. Each output is one accumulator: x[m, k:k+8] *
+// W[n, k:k+8] summed lane-wise over k in steps of 8, then folded, then the tail
+// k % 8 added one by one, then the bias. The blocking only decides which outputs are
+// computed together, never the order within one.
+template <int MB, int NB>
+inline void dot_block(const float* x, int64_t ldx, const float* w, int64_t K, float* y,
+                      int64_t ldy, const float* bias) {
+  __m256 acc[MB][NB];
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 wv[NB];
+    for (int j = 0; j < NB; ++j) wv[j] = _mm256_loadu_ps(w + j * K + k);
+    for (int i = 0; i < MB; ++i) {
+      const __m256 xv = _mm256_loadu_ps(x + i * ldx + k);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) {
+      float s = fold(acc[i][j]);
+      for (int64_t t = k; t < K; ++t) s += x[i * ldx + t] * w[j * K + t];
+      if (bias != nullptr) s += bias[j];
+      y[i * ldy + j] = s;
+    }
+}
+
+// MB rows of x against W's rows [n0, n1)
+template <int MB>
+void dot_rows(const float* x, int64_t K, const float* w, const float* bias, float* y,
+              int64_t N, int64_t n0, int64_t n1) {
+  // one row streams best against many weight rows at once; four rows share each load
+  constexpr int NB = MB == 1 ? 8 : (MB == 2 ? 6 : 3);
+  int64_t n = n0;
+  for (; n + NB <= n1; n += NB)
+    dot_block<MB, NB>(x, K, w + n * K, K, y + n, N, bias == nullptr ? nullptr : bias + n);
+  for (; n < n1; ++n)
+    dot_block<MB, 1>(x, K, w + n * K, K, y + n, N, bias == nullptr ? nullptr : bias + n);
+}
+
+void linear_range(const float* x, int64_t M, int64_t K, const float* w, const float* bias,
+                  float* y, int64_t N, int64_t n0, int64_t n1) {
+  // a slab of W small enough to stay in L2 while a tile of x's rows passes over it
+  const int64_t slab = std::max<int64_t>(24, (96 * 1024) / (K * 4) / 24 * 24);
+  constexpr int64_t kTile = 64;  // rows of x per pass over a slab
+  for (int64_t s0 = n0; s0 < n1; s0 += slab) {
+    const int64_t s1 = std::min(n1, s0 + slab);
+    for (int64_t m0 = 0; m0 < M; m0 += kTile) {
+      const int64_t m1 = std::min(M, m0 + kTile);
+      int64_t m = m0;
+      for (; m + 4 <= m1; m += 4) dot_rows<4>(x + m * K, K, w, bias, y + m * N, N, s0, s1);
+      switch (m1 - m) {
+        case 3: dot_rows<3>(x + m * K, K, w, bias, y + m * N, N, s0, s1); break;
+        case 2: dot_rows<2>(x + m * K, K, w, bias, y + m * N, N, s0, s1); break;
+        case 1: dot_rows<1>(x + m * K, K, w, bias, y + m * N, N, s0, s1); break;
+        default: break;
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------- exp for SiLU
+
+// e^x for float32 lanes: Cephes' expf (range reduction by ln 2, degree-5 polynomial),
+// about 1 ulp; deterministic per lane.
+inline __m256 exp_ps(__m256 x) {
+  x = _mm256_min_ps(x, _mm256_set1_ps(88.3762626647949f));
+  x = _mm256_max_ps(x, _mm256_set1_ps(-88.3762626647949f));
+  __m256 fx = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                            _mm256_set1_ps(0.5f));
+  fx = _mm256_floor_ps(fx);
+  x = _mm256_sub_ps(x, _mm256_mul_ps(fx, _mm256_set1_ps(0.693359375f)));
+  x = _mm256_sub_ps(x, _mm256_mul_ps(fx, _mm256_set1_ps(-2.12194440e-4f)));
+  const __m256 z = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_add_ps(_mm256_mul_ps(p, x), _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, x), _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, x), _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, x), _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, x), _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, z), x), _mm256_set1_ps(1.0f));
+  __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127));
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+}
+
+inline float silu_mul1(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
+
+// split rows over threads in pieces of at least ~16K elements; small calls stay on one
+inline int64_t grain(int64_t row_elems) {
+  return std::max<int64_t>(1, (16 * 1024) / std::max<int64_t>(1, row_elems));
+}
+
+void check(const at::Tensor& t, const char* name) {
+  TORCH_CHECK(t.scalar_type() == at::kFloat, name, " must be float32");
+  TORCH_CHECK(t.device().is_cpu(), name, " must be on the CPU");
+}
+
+// sum of squares of one row, in the same fixed order as a dot product
+inline float sum_squares(const float* x, int64_t K) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    const __m256 v = _mm256_loadu_ps(x + k);
+    acc = _mm256_fmadd_ps(v, v, acc);
+  }
+  float s = fold(acc);
+  for (; k < K; ++k) s += x[k] * x[k];
+  return s;
+}
+
+// y = w * (x * (1 / sqrt(mean(x^2) + eps))), Hugging Face's float32 RMSNorm
+inline void norm_row(const float* x, const float* w, float eps, float* y, int64_t K) {
+  const float r = 1.0f / std::sqrt(sum_squares(x, K) / static_cast<float>(K) + eps);
+  for (int64_t k = 0; k < K; ++k) y[k] = w[k] * (x[k] * r);
+}
+
+// o = inv * sum_l p[l] V[l], V rows of D = 8 * D8 floats; summed over l in order
+template <int D8>
+inline void weighted_sum(const float* p, const float* V, int64_t L, float inv, float* o) {
+  __m256 acc[D8];
+  for (int i = 0; i < D8; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t l = 0; l < L; ++l) {
+    const __m256 w = _mm256_set1_ps(p[l]);
+    for (int i = 0; i < D8; ++i) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(V + l * D8 * 8 + i * 8), acc[i]);
+  }
+  for (int i = 0; i < D8; ++i) _mm256_storeu_ps(o + i * 8, _mm256_mul_ps(acc[i], _mm256_set1_ps(inv)));
+}
+
+inline void weighted_sum_any(const float* p, const float* V, int64_t L, int64_t D, float inv, float* o) {
+  for (int64_t d = 0; d < D; d += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t l = 0; l < L; ++l)
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[l]), _mm256_loadu_ps(V + l * D + d), acc);
+    _mm256_storeu_ps(o + d, _mm256_mul_ps(acc, _mm256_set1_ps(inv)));
+  }
+}
+
+}  // namespace
+
+// x (M, K) @ w (N, K)^T + bias (N)
+at::Tensor linear(const at::Tensor& x_in, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
+  check(x_in, "x");
+  check(w, "weight");
+  TORCH_CHECK(x_in.dim() == 2 && w.dim() == 2 && x_in.size(1) == w.size(1), "shape mismatch");
+  TORCH_CHECK(w.is_contiguous(), "weight must be contiguous");
+  const at::Tensor x = x_in.contiguous();
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  at::Tensor y = at::empty({M, N}, x.options());
+  const float* xp = x.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  const float* bp = nullptr;
+  if (bias.has_value() && bias->defined()) {
+    check(*bias, "bias");
+    TORCH_CHECK(bias->is_contiguous() && bias->numel() == N, "bias shape mismatch");
+    bp = bias->data_ptr<float>();
+  }
+  float* yp = y.data_ptr<float>();
+  // threads split the weight rows: each reads its own part of W once per call
+  at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
+    linear_range(xp, M, K, wp, bp, yp, N, n0, n1);
+  });
+  return y;
+}
+
+// RMSNorm of each row of x (M, K)
+at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& w, double eps) {
+  check(x_in, "x");
+  check(w, "weight");
+  const at::Tensor x = x_in.contiguous();
+  const int64_t K = x.size(-1), M = x.numel() / K;
+  TORCH_CHECK(w.numel() == K && w.is_contiguous(), "weight shape mismatch");
+  at::Tensor y = at::empty_like(x);
+  const float* xp = x.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) norm_row(xp + m * K, wp, static_cast<float>(eps), yp + m * K, K);
+  });
+  return y;
+}
+
+// x += r (in place, the residual stream), then RMSNorm of the new x
+at::Tensor add_rms_norm_(at::Tensor& x, const at::Tensor& r_in, const at::Tensor& w, double eps) {
+  check(x, "x");
+  check(r_in, "r");
+  check(w, "weight");
+  TORCH_CHECK(x.is_contiguous() && x.sizes() == r_in.sizes(), "x must be contiguous, r its shape");
+  const at::Tensor r = r_in.contiguous();
+  const int64_t K = x.size(-1), M = x.numel() / K;
+  TORCH_CHECK(w.numel() == K && w.is_contiguous(), "weight shape mismatch");
+  at::Tensor y = at::empty_like(x);
+  float* xp = x.data_ptr<float>();
+  const float* rp = r.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) {
+      float* row = xp + m * K;
+      for (int64_t k = 0; k < K; ++k) row[k] = row[k] + rp[m * K + k];
+      norm_row(row, wp, static_cast<float>(eps), yp + m * K, K);
+    }
+  });
+  return y;
+}
+
+// gu (M, 2N): [gate | up] per row -> silu(gate) * up (M, N)
+at::Tensor silu_mul(const at::Tensor& gu_in) {
+  check(gu_in, "gate_up");
+  const at::Tensor gu = gu_in.contiguous();
+  const int64_t N2 = gu.size(-1), N = N2 / 2, M = gu.numel() / N2;
+  TORCH_CHECK(N2 % 2 == 0, "gate_up must have an even last dimension");
+  std::vector<int64_t> shape(gu.sizes().begin(), gu.sizes().end());
+  shape.back() = N;
+  at::Tensor y = at::empty(shape, gu.options());
+  const float* gp = gu.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  at::parallel_for(0, M, grain(N2), [&](int64_t m0, int64_t m1) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t m = m0; m < m1; ++m) {
+      const float* g = gp + m * N2;
+      const float* u = g + N;
+      float* out = yp + m * N;
+      int64_t n = 0;
+      for (; n + 8 <= N; n += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + n);
+        const __m256 e = exp_ps(_mm256_xor_ps(gv, sign));
+        const __m256 s = _mm256_div_ps(gv, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(out + n, _mm256_mul_ps(s, _mm256_loadu_ps(u + n)));
+      }
+      for (; n < N; ++n) out[n] = silu_mul1(g[n], u[n]);
+    }
+  });
+  return y;
+}
+
+// In place on the first `heads` heads of t (M, H, D), row m at position positions[m]:
+// x * cos + rotate_half(x) * sin, with Hugging Face's tables (L, D).
+void rotary_(at::Tensor& t, const at::Tensor& positions_in, const at::Tensor& cos,
+             const at::Tensor& sin, int64_t heads) {
+  check(t, "t");
+  check(cos, "cos");
+  check(sin, "sin");
+  TORCH_CHECK(t.dim() == 3 && t.stride(2) == 1 && t.stride(1) == t.size(2), "t must be (M, H, D) with contiguous heads");
+  TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous(), "tables must be contiguous");
+  const at::Tensor positions = positions_in.to(at::kLong).contiguous();
+  const int64_t M = t.size(0), D = t.size(2), half = D / 2, L = cos.size(0);
+  TORCH_CHECK(positions.numel() == M && heads <= t.size(1) && cos.size(1) == D, "shape mismatch");
+  float* tp = t.data_ptr<float>();
+  const int64_t row_stride = t.stride(0);
+  const int64_t* pp = positions.data_ptr<int64_t>();
+  const float* cp = cos.data_ptr<float>();
+  const float* sp = sin.data_ptr<float>();
+  for (int64_t m = 0; m < M; ++m) TORCH_CHECK(pp[m] >= 0 && pp[m] < L, "position out of range");
+  at::parallel_for(0, M, grain(heads * D), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) {
+      const float* c = cp + pp[m] * D;
+      const float* s = sp + pp[m] * D;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* x = tp + m * row_stride + h * D;
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = x[i], b = x[i + half];
+          x[i] = a * c[i] + (-b) * s[i];
+          x[i + half] = b * c[i + half] + a * s[i + half];
+        }
+      }
+    }
+  });
+}
+
+// One decoding step of grouped-query attention, row b at position positions[b] of cache
+// row slots[b]: stores the row's new key and value there, then attends to positions
+// [0, positions[b]]. qkv (B, H + 2 KVH, D): rotated queries, rotated keys, values.
+// cache_k, cache_v (S, KVH, C, D). Returns (B, H * D), heads side by side.
+// Query head h reads key/value head h / (H / KVH), as Hugging Face's repeat_kv.
+at::Tensor decode_attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cache_v,
+                            const at::Tensor& slots_in, const at::Tensor& positions_in,
+                            int64_t heads, int64_t kv_heads) {
+  check(qkv, "qkv");
+  check(cache_k, "cache_k");
+  check(cache_v, "cache_v");
+  TORCH_CHECK(qkv.dim() == 3 && qkv.stride(2) == 1 && qkv.stride(1) == qkv.size(2),
+              "qkv must be (B, heads, D) with contiguous heads");
+  TORCH_CHECK(cache_k.is_contiguous() && cache_v.is_contiguous() && cache_k.dim() == 4 &&
+                  cache_k.sizes() == cache_v.sizes(),
+              "caches must be contiguous (S, KVH, C, D)");
+  const at::Tensor slots = slots_in.to(at::kLong).contiguous();
+  const at::Tensor positions = positions_in.to(at::kLong).contiguous();
+  const int64_t B = qkv.size(0), D = qkv.size(2), S = cache_k.size(0), C = cache_k.size(2);
+  TORCH_CHECK(qkv.size(1) == heads + 2 * kv_heads && heads % kv_heads == 0, "head counts");
+  TORCH_CHECK(cache_k.size(1) == kv_heads && cache_k.size(3) == D && D % 8 == 0, "cache shape");
+  TORCH_CHECK(slots.numel() == B && positions.numel() == B, "one slot and position per row");
+  const int64_t* sp = slots.data_ptr<int64_t>();
+  const int64_t* pp = positions.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b)
+    TORCH_CHECK(sp[b] >= 0 && sp[b] < S && pp[b] >= 0 && pp[b] < C, "slot or position out of range");
+  const int64_t G = heads / kv_heads, row = qkv.stride(0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  at::Tensor out = at::empty({B, heads * D}, qkv.options());
+  const float* qp = qkv.data_ptr<float>();
+  float* kp = cache_k.data_ptr<float>();
+  float* vp = cache_v.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  at::parallel_for(0, B * kv_heads, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> p;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / kv_heads, j = t % kv_heads, L = pp[b] + 1;
+      const float* x = qp + b * row;
+      float* K = kp + (sp[b] * kv_heads + j) * C * D;
+      float* V = vp + (sp[b] * kv_heads + j) * C * D;
+      std::copy(x + (heads + j) * D, x + (heads + j + 1) * D, K + pp[b] * D);
+      std::copy(x + (heads + kv_heads + j) * D, x + (heads + kv_heads + j + 1) * D, V + pp[b] * D);
+      p.resize(static_cast<size_t>(G * L));
+      // scores, one key at a time for all G query heads of the group
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t g = 0; g < G; ++g) {
+          const float* q = x + (j * G + g) * D;
+          __m256 acc = _mm256_setzero_ps();
+          for (int64_t d = 0; d < D; d += 8)
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(K + l * D + d), acc);
+          p[g * L + l] = fold(acc) * scale;
+        }
+      for (int64_t g = 0; g < G; ++g) {
+        float* s = p.data() + g * L;
+        const float top = *std::max_element(s, s + L);
+        int64_t l = 0;
+        for (; l + 8 <= L; l += 8)
+          _mm256_storeu_ps(s + l, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + l), _mm256_set1_ps(top))));
+        for (; l < L; ++l) s[l] = std::exp(s[l] - top);
+        float total = 0.0f;
+        for (l = 0; l < L; ++l) total += s[l];
+        float* o = op + b * heads * D + (j * G + g) * D;
+        switch (D) {
+          case 64: weighted_sum<8>(s, V, L, 1.0f / total, o); break;
+          case 128: weighted_sum<16>(s, V, L, 1.0f / total, o); break;
+          default: weighted_sum_any(s, V, L, D, 1.0f / total, o); break;
+        }
+      }
+    }
+  });
+  return out;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("decode_attention", &decode_attention, "one decoding step of attention over the cache");
+  m.def("linear", &linear, "x @ w.T + bias, batch-invariant");
+  m.def("rms_norm", &rms_norm, "RMSNorm of each row");
+  m.def("add_rms_norm_", &add_rms_norm_, "x += r in place, then RMSNorm of x");
+  m.def("silu_mul", &silu_mul, "silu(gate) * up from [gate | up]");
+  m.def("rotary_", &rotary_, "rotary embedding in place");
+}

@@ -1,0 +1,205 @@
+"""The compiled float32 CPU kernels (gen.engine.kernels) against the PyTorch forms they
+replace: accuracy, batch invariance (bit for bit), in-place effects, the tiny model with
+and without them, and the GEN_KERNELS=0 fallback."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gen.engine import Engine, SamplingParams, kernels
+from gen.engine import packed as packed_linears
+from gen.engine.kv_cache import KVCache
+from gen.engine.llama import LlamaModel, RMSNorm, apply_rotary, rotary_tables
+from tests.fakes import ByteTokenizer, tiny_config, tiny_llama
+
+tok = ByteTokenizer()
+PROMPTS = ["你好，世界", "สวัสดีครับ 🎉", "🚀 日本語のテキスト"]
+
+
+@pytest.fixture(scope="module")
+def k() -> ModuleType:
+    loaded = kernels.load()
+    assert loaded is not None, f"the kernels did not build: {kernels.error()}"
+    return loaded
+
+
+def close(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-5) -> None:
+    torch.testing.assert_close(got, want.to(got.dtype), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize(("K", "N"), [(5, 7), (64, 48), (67, 13), (300, 101), (1000, 50)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_matches_matmul_and_is_batch_invariant(
+    k: ModuleType, K: int, N: int, bias: bool
+) -> None:
+    torch.manual_seed(K * N)
+    x, w = torch.randn(70, K), torch.randn(N, K)
+    b = torch.randn(N) if bias else None
+    full = k.linear(x, w, b)
+    want = x.double() @ w.double().T + (b.double() if b is not None else 0)
+    close(full, want, atol=1e-5 * K**0.5)
+    for m in (1, 2, 3, 5, 33, 70):  # the first m rows, and m rows further in
+        assert torch.equal(k.linear(x[:m], w, b), full[:m])
+        assert torch.equal(k.linear(x[70 - m :], w, b), full[70 - m :])
+    for i in (0, 1, 6, 37, 69):
+        assert torch.equal(k.linear(x[i : i + 1], w, b), full[i : i + 1])
+    strided = torch.randn(2 * K, 70)[::2].T  # (70, K), not contiguous
+    assert not strided.is_contiguous()
+    assert torch.equal(k.linear(strided, w, b), k.linear(strided.contiguous(), w, b))
+
+
+@pytest.mark.parametrize("dim", [64, 67])
+def test_rms_norms_match_the_reference(k: ModuleType, dim: int) -> None:
+    torch.manual_seed(dim)
+    norm = RMSNorm(dim, 1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(dim))
+    x, r = torch.randn(3, 5, dim) * 3, torch.randn(3, 5, dim)
+    with torch.inference_mode():
+        got = k.rms_norm(x, norm.weight, norm.eps)
+        close(got, norm(x))
+        for i in range(3):
+            assert torch.equal(k.rms_norm(x[i, 2:4], norm.weight, norm.eps), got[i, 2:4])
+        summed, moved = x + r, x.clone()
+        fused = k.add_rms_norm_(moved, r, norm.weight, norm.eps)
+        assert torch.equal(moved, summed)  # x += r, exactly the torch add
+        close(fused, norm(summed))
+        assert torch.equal(fused, k.rms_norm(summed, norm.weight, norm.eps))
+        row = x[1, 3:4].clone()
+        assert torch.equal(k.add_rms_norm_(row, r[1, 3:4], norm.weight, norm.eps), fused[1, 3:4])
+
+
+@pytest.mark.parametrize("half", [64, 69, 3])
+def test_silu_mul_matches_torch_over_a_wide_range(k: ModuleType, half: int) -> None:
+    torch.manual_seed(half)
+    g = torch.linspace(-100, 100, 4 * half).view(4, half)
+    g[1] = torch.randn(half) * 3
+    gu = torch.cat([g, torch.randn(4, half)], dim=-1)
+    got = k.silu_mul(gu)
+    assert got.shape == (4, half)
+    close(got, F.silu(g) * gu[:, half:], atol=1e-30)  # relative only
+    assert torch.equal(k.silu_mul(gu[2:3]), got[2:3])
+    assert torch.equal(k.silu_mul(gu.view(2, 2, 2 * half)), got.view(2, 2, half))
+
+
+@pytest.mark.parametrize("head_dim", [16, 64])
+def test_rotary_is_the_torch_form_bit_for_bit(k: ModuleType, head_dim: int) -> None:
+    cfg = dataclasses.replace(tiny_config(tok.vocab_size), head_dim=head_dim)
+    cos, sin = rotary_tables(cfg, 300)
+    torch.manual_seed(head_dim)
+    t, positions = torch.randn(7, 6, head_dim), torch.tensor([0, 299, 5, 5, 17, 128, 1])
+    rotated = t.clone()
+    k.rotary_(rotated, positions, cos, sin, 4)
+    want = apply_rotary(t[:, :4], cos[positions][:, None], sin[positions][:, None])
+    assert torch.equal(rotated[:, :4], want)
+    assert torch.equal(rotated[:, 4:], t[:, 4:])  # heads past `heads`: untouched
+    wide = torch.randn(7, 8, head_dim)  # rows strided past the rotated tensor's heads
+    view = wide[:, :6]
+    view.copy_(t)
+    k.rotary_(view, positions, cos, sin, 4)
+    assert torch.equal(view, rotated)
+    for bad in (300, -1):
+        with pytest.raises(RuntimeError, match="out of range"):
+            k.rotary_(t.clone(), torch.tensor([0, 1, 2, bad, 4, 5, 6]), cos, sin, 4)
+
+
+def reference_attention(
+    qkv: torch.Tensor, ck: torch.Tensor, cv: torch.Tensor, slot: int, pos: int, h: int, kvh: int
+) -> torch.Tensor:
+    """One row's attention over its updated cache row, positions 0..pos (SDPA, HF's repeat_kv)."""
+    keys = ck[slot, :, : pos + 1].repeat_interleave(h // kvh, dim=0)  # (H, L, D)
+    values = cv[slot, :, : pos + 1].repeat_interleave(h // kvh, dim=0)
+    out = F.scaled_dot_product_attention(qkv[:h, None], keys, values)  # (H, 1, D)
+    return out.reshape(-1)
+
+
+@pytest.mark.parametrize(("H", "KVH", "D"), [(8, 2, 64), (4, 2, 16), (6, 3, 32), (4, 4, 128)])
+def test_decode_attention_matches_sdpa(k: ModuleType, H: int, KVH: int, D: int) -> None:
+    torch.manual_seed(H * D)
+    S, C = 5, 40
+    cache_k, cache_v = torch.randn(S, KVH, C, D), torch.randn(S, KVH, C, D)
+    qkv = torch.randn(4, H + 2 * KVH, D) * 2
+    slots, positions = torch.tensor([3, 0, 4, 1]), torch.tensor([0, 7, 39, 20])
+    ck, cv = cache_k.clone(), cache_v.clone()
+    out = k.decode_attention(qkv, ck, cv, slots, positions, H, KVH)
+    assert out.shape == (4, H * D)
+    want_k, want_v = cache_k.clone(), cache_v.clone()
+    for b, (s, p) in enumerate(zip(slots.tolist(), positions.tolist(), strict=True)):
+        want_k[s, :, p] = qkv[b, H : H + KVH]
+        want_v[s, :, p] = qkv[b, H + KVH :]
+    assert torch.equal(ck, want_k) and torch.equal(cv, want_v)  # only the new rows changed
+    for b, (s, p) in enumerate(zip(slots.tolist(), positions.tolist(), strict=True)):
+        close(out[b], reference_attention(qkv[b], ck, cv, s, p, H, KVH))
+        alone_k, alone_v = cache_k.clone(), cache_v.clone()
+        row = slice(b, b + 1)
+        one = k.decode_attention(qkv[row], alone_k, alone_v, slots[row], positions[row], H, KVH)
+        assert torch.equal(one[0], out[b])
+
+
+def with_kernels(model: LlamaModel, k: ModuleType) -> LlamaModel:
+    fast = copy.deepcopy(model)
+    with torch.inference_mode():
+        packed_linears.fuse_projections(fast)
+    packed_linears.pack_linears(fast, kernels=k)
+    fast.use_kernels(k)
+    return fast
+
+
+@torch.inference_mode()
+def test_tiny_model_logits_agree_with_and_without_kernels(k: ModuleType) -> None:
+    plain = tiny_llama()
+    fast = with_kernels(plain, k)
+    caches = [KVCache(plain.cfg, max_slots=3, max_len=64) for _ in range(2)]
+    for cache in caches:
+        cache.reserve(3, 64)
+    prompts = [tok.encode(p) for p in PROMPTS]
+    slots = [2, 0, 1]
+    last = []
+    for ids, slot in zip(prompts, slots, strict=True):
+        args = (torch.tensor([ids]), torch.arange(len(ids))[None], torch.tensor([slot]))
+        want = plain(*args, caches[0], all_logits=True)
+        got = fast(*args, caches[1], all_logits=True)
+        close(got, want, rtol=1e-4, atol=1e-4)
+        last.append(int(want[0, -1].argmax()))
+    lengths = [len(ids) for ids in prompts]
+    for _ in range(6):  # rows at different positions, in non-ordered slots
+        args = (torch.tensor(last)[:, None], torch.tensor(lengths)[:, None], torch.tensor(slots))
+        want = plain(*args, caches[0])
+        close(fast(*args, caches[1]), want, rtol=1e-4, atol=1e-4)
+        last = want.argmax(-1).tolist()
+        lengths = [n + 1 for n in lengths]
+    for layer in range(plain.cfg.num_layers):
+        close(caches[1].k[layer], caches[0].k[layer], rtol=1e-4, atol=1e-4)
+        close(caches[1].v[layer], caches[0].v[layer], rtol=1e-4, atol=1e-4)
+
+
+def test_engine_greedy_tokens_agree_with_and_without_kernels(
+    k: ModuleType, make_engine: Callable[..., Engine]
+) -> None:
+    plain = tiny_llama()
+    params = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
+    prompts = [tok.encode(p) for p in PROMPTS]
+    want = [c.token_ids for c in make_engine(model=plain).generate(prompts, params)]
+    fast = make_engine(model=with_kernels(plain, k))
+    assert [c.token_ids for c in fast.generate(prompts, params)] == want
+    alone = [fast.generate([p], params)[0].token_ids for p in prompts]
+    assert alone == want
+    assert all(len(ids) == 16 for ids in want)
+
+
+def test_gen_kernels_0_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEN_KERNELS", "0")
+    monkeypatch.setattr(kernels, "_tried", False)
+    monkeypatch.setattr(kernels, "_loaded", None)
+    monkeypatch.setattr(kernels, "_error", None)
+    assert not kernels.supported()
+    assert kernels.load() is None
+    assert "GEN_KERNELS=0" in (kernels.error() or "")
+    assert kernels.load() is None  # tried once, remembered

@@ -27,6 +27,17 @@ inline float fold(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// fold() of four accumulators at once: lane i of the result is fold(v_i), bit for bit
+// ((t0 + t2) + (t1 + t3) with t = low half + high half, transposed so one add serves four)
+inline __m128 fold4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  __m128 ta = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  __m128 tb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+  __m128 tc = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+  __m128 td = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
+  _MM_TRANSPOSE4_PS(ta, tb, tc, td);  // ta = lane 0 of each, tb = lane 1, ...
+  return _mm_add_ps(_mm_add_ps(ta, tc), _mm_add_ps(tb, td));
+}
+
 // MB rows of x against NB rows of W. Each output is one accumulator: x[m, k:k+8] *
 // W[n, k:k+8] summed lane-wise over k in steps of 8, then folded, then the tail
 // k % 8 added one by one, then the bias. The blocking only decides which outputs are
@@ -39,6 +50,8 @@ inline void dot_block(const float* x, int64_t ldx, const float* w, int64_t K, fl
     for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
   int64_t k = 0;
   for (; k + 8 <= K; k += 8) {
+    if ((k & 15) == 0)  // the next block's weight rows, while this one computes
+      for (int j = 0; j < NB; ++j) _mm_prefetch(reinterpret_cast<const char*>(w + (NB + j) * K + k), _MM_HINT_T0);
     __m256 wv[NB];
     for (int j = 0; j < NB; ++j) wv[j] = _mm256_loadu_ps(w + j * K + k);
     for (int i = 0; i < MB; ++i) {
@@ -46,9 +59,16 @@ inline void dot_block(const float* x, int64_t ldx, const float* w, int64_t K, fl
       for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
+  // fold four accumulators at a time (the same additions as fold(), fewer instructions)
+  float sums[MB * NB];
+  const __m256* flat = &acc[0][0];
+  int c = 0;
+  for (; c + 4 <= MB * NB; c += 4)
+    _mm_storeu_ps(sums + c, fold4(flat[c], flat[c + 1], flat[c + 2], flat[c + 3]));
+  for (; c < MB * NB; ++c) sums[c] = fold(flat[c]);
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) {
-      float s = fold(acc[i][j]);
+      float s = sums[i * NB + j];
       for (int64_t t = k; t < K; ++t) s += x[i * ldx + t] * w[j * K + t];
       if (bias != nullptr) s += bias[j];
       y[i * ldy + j] = s;

@@ -142,22 +142,30 @@ class Engine:
         # its prompt another row or the prefix store holds; prompts run (in chunks while
         # others decode) and a request samples its first token once its whole prompt has.
         budget = self.prefill_chunk if plan.decode else self.max_prefill_tokens
+        pieces: list[tuple[Sequence, int]] = []
         for seq in plan.prefill:
             if seq.slot is None:
                 self.runner.assign_slot(seq)
+            if seq.num_cached == seq.cached_prompt_tokens:  # its own prompt has not started
                 seq.cached_prompt_tokens = self.runner.reuse_prefix(seq)
             if budget <= 0:
                 continue  # its turn comes in a later step
+            if self.runner.shares_pending(seq, pieces):
+                continue  # copy that piece's prefix next step rather than compute it too
             run = min(len(seq.pending_ids()), budget)
-            logits = self.runner.prefill(seq, run)  # (1, vocab)
+            pieces.append((seq, run))
             budget -= run
+        # 2) decode: every running request advances one token. Prompt pieces and decoding
+        # rows go through the model together (one forward where the model allows).
+        batch = sorted(plan.decode, key=lambda s: s.slot if s.slot is not None else -1)
+        if not pieces and not batch:
+            return outputs
+        logits = self.runner.run(pieces, batch)  # (pieces + batch, vocab)
+        for i, (seq, _) in enumerate(pieces):
             if seq.num_cached == len(seq.prompt_ids):
-                outputs += self._sample([seq], logits)
-        # 2) decode: every running request advances one token, in one batch.
-        if plan.decode:
-            batch = sorted(plan.decode, key=lambda s: s.slot if s.slot is not None else -1)
-            logits = self.runner.decode(batch)  # (B, vocab)
-            outputs += self._sample(batch, logits)
+                outputs += self._sample([seq], logits[i : i + 1])
+        if batch:
+            outputs += self._sample(batch, logits[len(pieces) :])
         return outputs
 
     def _widest(self) -> int:

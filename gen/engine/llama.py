@@ -2,13 +2,15 @@
 
 Pure tensors: token ids and positions in, next-token logits out. The numerics follow
 Hugging Face's implementation (float32 RMSNorm, the same rotary tables) so greedy
-decoding agrees with `transformers` token for token. With `use_kernels`, norms, rotary,
-SiLU, the residual adds and decoding attention run as the fused kernels of
-gen.engine.kernels: the same formulas, summed in their own fixed order.
+decoding agrees with `transformers` token for token. With `use_kernels` (and the
+projections fused), every forward runs as a ragged batch of tokens through the kernels
+of gen.engine.kernels: the same formulas, each summed in its own fixed order, so a
+token's result does not depend on what it is batched with.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import ModuleType
 
 import torch
@@ -24,11 +26,8 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
-        self.kernels: ModuleType | None = None  # gen.engine.kernels, once enabled
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernels is not None:
-            return self.kernels.rms_norm(x, self.weight, self.eps)
         if x.dtype == torch.float32:
             # one call; bitwise the same as the spelled-out form below
             return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
@@ -68,36 +67,20 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
         self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=False)
         self.qkv_proj: nn.Module | None = None  # q, k and v in one product, once fused
-        self.kernels: ModuleType | None = None
 
     def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
         cfg = self.cfg
         b, t, _ = x.shape
         hd, kvh, g = cfg.head_dim, cfg.num_kv_heads, cfg.group_size
         h = cfg.num_heads
-        if self.kernels is not None and self.qkv_proj is not None:
-            qkv = self.qkv_proj(x).view(b * t, h + 2 * kvh, hd)
-            cos, sin = batch.tables
-            self.kernels.rotary_(qkv, batch.positions.reshape(-1), cos, sin, h + kvh)
-            if t == 1 and batch.cache.dtype == torch.float32 and hd % 8 == 0:
-                # decode: store this step's keys and values, attend, in one call per layer
-                cache = batch.cache
-                out = self.kernels.decode_attention(
-                    qkv, cache.k[self.layer], cache.v[self.layer], batch.slots,
-                    batch.positions.reshape(-1), h, kvh,
-                )  # fmt: skip
-                return self.o_proj(out.view(b, 1, h * hd))
-            qkv = qkv.view(b, t, h + 2 * kvh, hd)
-            q, k, v = qkv[:, :, :h], qkv[:, :, h : h + kvh], qkv[:, :, h + kvh :]
-        elif self.qkv_proj is not None:
-            cos, sin = batch.cos, batch.sin  # (B, T, 1, D)
+        cos, sin = batch.cos, batch.sin  # (B, T, 1, D)
+        if self.qkv_proj is not None:
             qkv = self.qkv_proj(x).view(b, t, h + 2 * kvh, hd)  # (B, T, H + 2 KVH, D)
             # q and k side by side: one rotary pass for both
             qk = apply_rotary(qkv[:, :, : h + kvh], cos, sin)
             q, k = qk[:, :, :h], qk[:, :, h:]
             v = qkv[:, :, h + kvh :]
         else:
-            cos, sin = batch.cos, batch.sin
             q = apply_rotary(self.q_proj(x).view(b, t, h, hd), cos, sin)
             k = apply_rotary(self.k_proj(x).view(b, t, kvh, hd), cos, sin)
             v = self.v_proj(x).view(b, t, kvh, hd)
@@ -119,6 +102,21 @@ class Attention(nn.Module):
         out = out.reshape(b, cfg.num_heads, t, hd).transpose(1, 2).reshape(b, t, -1)
         return self.o_proj(out)  # (B, T, C)
 
+    def forward_tokens(self, kernels: ModuleType, x: torch.Tensor, tokens: Tokens) -> torch.Tensor:
+        """x (N, C) for a ragged batch of tokens (see LlamaModel.forward_tokens); needs the
+        fused q/k/v projection."""
+        assert self.qkv_proj is not None
+        cfg = self.cfg
+        h, kvh = cfg.num_heads, cfg.num_kv_heads
+        qkv = self.qkv_proj(x).view(x.shape[0], h + 2 * kvh, cfg.head_dim)
+        cos, sin = tokens.tables
+        kernels.rotary_(qkv, tokens.positions, cos, sin, h + kvh)
+        cache = tokens.cache
+        out = kernels.attention(
+            qkv, cache.k[self.layer], cache.v[self.layer], tokens.slots, tokens.positions, h, kvh
+        )  # (N, H * D)
+        return self.o_proj(out)
+
 
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
@@ -127,11 +125,14 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
         self.gate_up_proj: nn.Module | None = None  # gate and up in one product, once fused
-        self.kernels: ModuleType | None = None
+
+    def forward_tokens(self, kernels: ModuleType, x: torch.Tensor, prompt: bool) -> torch.Tensor:
+        """x (N, C), a ragged batch; prompt: it holds a prompt piece of several tokens
+        (int8's down projection runs those in float32)."""
+        assert self.gate_up_proj is not None
+        return self.down_proj(kernels.silu_mul(self.gate_up_proj(x)), prompt=prompt)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gate_up_proj is not None and self.kernels is not None:
-            return self.down_proj(self.kernels.silu_mul(self.gate_up_proj(x)))
         if self.gate_up_proj is not None:
             gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
             return self.down_proj(F.silu(gate) * up)
@@ -164,7 +165,6 @@ class Batch:
         "positions",
         "sin",
         "slots",
-        "tables",
     )
 
     def __init__(
@@ -176,7 +176,6 @@ class Batch:
     ) -> None:
         b, t = positions.shape
         self.cache = cache
-        self.tables = tables  # (max positions, D) cos and sin
         self.slots = slots  # (B,)
         self.positions = positions  # (B, T)
         self.length = int(positions.max()) + 1
@@ -195,6 +194,16 @@ class Batch:
         self.mask = torch.zeros(visible.shape).masked_fill(~visible, float("-inf")).unsqueeze(1)
 
 
+@dataclass(slots=True)
+class Tokens:
+    """A ragged batch: N tokens, each at its own position of its own cache row."""
+
+    cache: KVCache
+    slots: torch.Tensor  # (N,)
+    positions: torch.Tensor  # (N,)
+    tables: tuple[torch.Tensor, torch.Tensor]  # cos, sin (max positions, D)
+
+
 class LlamaModel(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -209,12 +218,9 @@ class LlamaModel(nn.Module):
         self.kernels: ModuleType | None = None
 
     def use_kernels(self, kernels: ModuleType | None) -> None:
-        """Run norms, rotary and SiLU (and the residual adds) through the fused float32
-        kernels of gen.engine.kernels; None goes back to the PyTorch forms."""
+        """Run the model through the float32 kernels of gen.engine.kernels (forward_tokens);
+        None goes back to the PyTorch forms."""
         self.kernels = kernels
-        for module in self.modules():
-            if isinstance(module, (RMSNorm, Attention, MLP)):
-                module.kernels = kernels
 
     def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._tables is None:
@@ -234,27 +240,61 @@ class LlamaModel(nn.Module):
 
         input_ids, positions: (B, T), every row T real tokens; slots: (B,) cache rows.
         """
+        if self.kernels is not None and self.fused_projections():
+            b, t = input_ids.shape
+            n = b * t
+            last = torch.arange(n) if all_logits else torch.arange(t - 1, n, t)
+            logits = self.forward_tokens(
+                input_ids.reshape(n),
+                positions.reshape(n),
+                slots.repeat_interleave(t),
+                cache,
+                last,
+                prompt=t > 1,
+            )
+            return logits.view(b, t, -1) if all_logits else logits
         batch = Batch(cache, slots, positions, self.tables())
         x = self.embed_tokens(input_ids)  # (B, T, C)
-        if self.kernels is not None:
-            return self.lm_head(self._fused_layers(self.kernels, x, batch, all_logits))
         for layer in self.layers:
             x = layer(x, batch)
         if not all_logits:
             x = x[:, -1, :]  # (B, C)
         return self.lm_head(self.norm(x))  # (B, vocab) or (B, T, vocab)
 
-    def _fused_layers(
-        self, kernels: ModuleType, x: torch.Tensor, batch: Batch, all_logits: bool
+    def fused_projections(self) -> bool:
+        layer: DecoderLayer = self.layers[0]  # type: ignore[assignment]
+        return layer.self_attn.qkv_proj is not None and layer.mlp.gate_up_proj is not None
+
+    def forward_tokens(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        slots: torch.Tensor,
+        cache: KVCache,
+        last: torch.Tensor,
+        prompt: bool = True,
     ) -> torch.Tensor:
-        """The decoder layers with each residual add fused into the norm after it: the
-        same sums as DecoderLayer, in fewer calls. Returns the final norm's output."""
+        """A ragged batch through the fused kernels (use_kernels first): token i is
+        input_ids[i] at positions[i] of cache row slots[i], all (N,). Prompt pieces of
+        several rows and decoding rows go in one call; a row's earlier positions must be
+        cached already or come earlier in the call. Returns the logits after the tokens
+        at the indices `last` (R,): (R, vocab). prompt: some row runs several tokens.
+
+        Every residual add is fused into the norm after it: the same sums as
+        DecoderLayer, in fewer calls."""
+        kernels = self.kernels
+        assert kernels is not None
+        tokens = Tokens(cache, slots, positions, self.tables())
+        x = self.embed_tokens(input_ids)  # (N, C)
         add_norm = kernels.add_rms_norm_  # x += r in place, then RMSNorm(x)
         layers: list[DecoderLayer] = list(self.layers)  # type: ignore[arg-type]
-        h = layers[0].input_layernorm(x)
+        first = layers[0].input_layernorm
+        h = kernels.rms_norm(x, first.weight, first.eps)
         for i, layer in enumerate(layers):
             post = layer.post_attention_layernorm
-            h = add_norm(x, layer.self_attn(h, batch), post.weight, post.eps)
+            h = add_norm(
+                x, layer.self_attn.forward_tokens(kernels, h, tokens), post.weight, post.eps
+            )
             after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
-            h = add_norm(x, layer.mlp(h), after.weight, after.eps)
-        return h if all_logits else h[:, -1, :]
+            h = add_norm(x, layer.mlp.forward_tokens(kernels, h, prompt), after.weight, after.eps)
+        return self.lm_head(h[last])  # (R, vocab)

@@ -48,10 +48,12 @@ class ModelRunner:
     @torch.inference_mode()
     def reuse_prefix(self, seq: Sequence) -> int:
         """Copy the longest run of the prompt's leading ids that another row or the prefix
-        store holds into the sequence's row; returns how many (0 below the store's
-        min_tokens). The last prompt id is always left to run, for its logits."""
-        if self.prefixes.budget_bytes <= 0 or seq.slot is None or seq.num_cached:
-            return 0
+        store holds into the sequence's row, where longer than what the row holds already
+        (and at least the store's min_tokens); returns the row's cached length after. The
+        last prompt id is always left to run, for its logits. Only before the sequence's
+        own prompt starts running (a copy replaces its row's leading positions)."""
+        if self.prefixes.budget_bytes <= 0 or seq.slot is None:
+            return seq.num_cached
         wanted = seq.prompt_ids[:-1]
         row, length = -1, 0
         for slot, owner in enumerate(self.slots.owners):
@@ -60,16 +62,29 @@ class ModelRunner:
                 if n > length:
                     row, length = slot, n
         key, stored = self.prefixes.match(wanted)
-        if max(length, stored) < self.prefixes.min_tokens:
-            return 0
-        self.slots.grow(seq.slot, max(length, stored))
+        best = max(length, stored)
+        if best < self.prefixes.min_tokens or best <= seq.num_cached:
+            return seq.num_cached
+        self.slots.grow(seq.slot, best)
         if stored > length and key is not None:
-            length = stored
-            self.prefixes.load(key, seq.slot, length)
+            self.prefixes.load(key, seq.slot, stored)
         else:
             self.cache.copy_slot(row, seq.slot, length)
-        seq.num_cached = length
-        return length
+        seq.num_cached = best
+        return best
+
+    def shares_pending(self, seq: Sequence, pieces: list[tuple[Sequence, int]]) -> bool:
+        """Will one of `pieces`, once run, hold a longer prefix of seq's prompt than seq
+        has (by at least the store's min_tokens)? Then seq does better to wait a step and
+        copy it than to compute it alongside."""
+        if self.prefixes.budget_bytes <= 0:
+            return False
+        wanted = seq.prompt_ids[:-1]
+        for other, n in pieces:
+            shared = common_prefix(other.prompt_ids[: other.num_cached + n], wanted)
+            if shared >= seq.num_cached + self.prefixes.min_tokens:
+                return True
+        return False
 
     @torch.inference_mode()
     def release_slot(self, seq: Sequence) -> None:
@@ -84,6 +99,57 @@ class ModelRunner:
 
         self.slots.release(seq.slot, moved)
         seq.slot = None
+
+    def ragged(self) -> bool:
+        """Does the model take a ragged batch (prompt pieces and decoding rows in one
+        forward)? The engine's LlamaModel does once its kernels are in use."""
+        fused = getattr(self.model, "fused_projections", None)
+        return getattr(self.model, "kernels", None) is not None and callable(fused) and fused()
+
+    @torch.inference_mode()
+    def run(self, pieces: list[tuple[Sequence, int]], decode: list[Sequence]) -> torch.Tensor:
+        """Prompt pieces (a sequence and how many of its uncached prompt ids to run) and
+        decoding sequences (their last token each); logits (len(pieces) + len(decode),
+        vocab) after each piece's last id, then after each decoding row's token. One
+        forward where the model takes ragged batches, else one per piece and one for
+        the decoding rows."""
+        if not self.ragged():
+            rows = [self.prefill(seq, n) for seq, n in pieces]
+            if decode:
+                rows.append(self.decode(decode))
+            return torch.cat(rows)
+        ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        last: list[int] = []
+        for seq, n in pieces:
+            assert seq.slot is not None
+            start = seq.num_cached
+            self.slots.grow(seq.slot, start + n)
+            ids += seq.pending_ids()[:n]
+            positions += range(start, start + n)
+            slots += [seq.slot] * n
+            last.append(len(ids) - 1)
+        for seq in decode:
+            assert seq.slot is not None and seq.last_token is not None
+            self.slots.grow(seq.slot, seq.num_cached + 1)
+            ids.append(seq.last_token)
+            positions.append(seq.num_cached)
+            slots.append(seq.slot)
+            last.append(len(ids) - 1)
+        logits = self.model.forward_tokens(  # type: ignore[attr-defined]
+            torch.tensor(ids),
+            torch.tensor(positions),
+            torch.tensor(slots),
+            self.cache,
+            torch.tensor(last),
+            prompt=any(n > 1 for _, n in pieces),
+        )
+        for seq, n in pieces:
+            seq.num_cached += n
+        for seq in decode:
+            seq.num_cached += 1
+        return logits
 
     @torch.inference_mode()
     def prefill(self, seq: Sequence, limit: int | None = None) -> torch.Tensor:

@@ -13,7 +13,8 @@
   bytes to read per token. Output differs from float32; the activation scale is taken
   over all the rows of a call, so a row's result can depend on what it is batched with
   and on how much of its prompt was copied from the prefix cache.
-  The MLP's down projection runs prompts in float32 (see INT8_PROMPT_FLOAT32); a
+  The MLP's down projection runs a call in float32 when it holds a prompt piece of
+  several tokens (see INT8_PROMPT_FLOAT32), decoding rows batched with it included; a
   prompt piece of one token (the last one after a prefix copy, or a chunk boundary)
   counts as decoding there, so chunking can also change a row's int8 result.
 """
@@ -62,7 +63,7 @@ class KernelLinear(nn.Module):
         self.weight = linear.weight.detach().contiguous()  # (out, in), as nn.Linear keeps it
         self.bias = None if linear.bias is None else linear.bias.detach().contiguous()
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, prompt: bool | None = None) -> torch.Tensor:
         shape = x.shape
         y = self.kernels.linear(x.reshape(-1, self.in_features), self.weight, self.bias)
         return y.view(*shape[:-1], self.out_features)
@@ -96,9 +97,13 @@ class Int8Linear(nn.Module):
             bias = None if linear.bias is None else linear.bias.detach().float()
             self.packed = torch.ops.quantized.linear_prepack(q, bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = x.shape  # (B, T, in)
-        if self.prompt is not None and x.dim() > 2 and shape[-2] > 1:
+    def forward(self, x: torch.Tensor, prompt: bool | None = None) -> torch.Tensor:
+        """prompt: the call holds a prompt piece of several tokens; None: judge by the
+        shape (B, T, in) with T > 1."""
+        shape = x.shape
+        if prompt is None:
+            prompt = x.dim() > 2 and shape[-2] > 1
+        if self.prompt is not None and prompt:
             return self.prompt(x)
         # reduce_range: 7-bit activations, so AVX2's 16-bit pair sums cannot saturate
         y = torch.ops.quantized.linear_dynamic(

@@ -121,14 +121,14 @@ def reference_attention(
 
 
 @pytest.mark.parametrize(("H", "KVH", "D"), [(8, 2, 64), (4, 2, 16), (6, 3, 32), (4, 4, 128)])
-def test_decode_attention_matches_sdpa(k: ModuleType, H: int, KVH: int, D: int) -> None:
+def test_attention_of_decoding_rows_matches_sdpa(k: ModuleType, H: int, KVH: int, D: int) -> None:
     torch.manual_seed(H * D)
     S, C = 5, 40
     cache_k, cache_v = torch.randn(S, KVH, C, D), torch.randn(S, KVH, C, D)
     qkv = torch.randn(4, H + 2 * KVH, D) * 2
     slots, positions = torch.tensor([3, 0, 4, 1]), torch.tensor([0, 7, 39, 20])
     ck, cv = cache_k.clone(), cache_v.clone()
-    out = k.decode_attention(qkv, ck, cv, slots, positions, H, KVH)
+    out = k.attention(qkv, ck, cv, slots, positions, H, KVH)
     assert out.shape == (4, H * D)
     want_k, want_v = cache_k.clone(), cache_v.clone()
     for b, (s, p) in enumerate(zip(slots.tolist(), positions.tolist(), strict=True)):
@@ -139,8 +139,34 @@ def test_decode_attention_matches_sdpa(k: ModuleType, H: int, KVH: int, D: int) 
         close(out[b], reference_attention(qkv[b], ck, cv, s, p, H, KVH))
         alone_k, alone_v = cache_k.clone(), cache_v.clone()
         row = slice(b, b + 1)
-        one = k.decode_attention(qkv[row], alone_k, alone_v, slots[row], positions[row], H, KVH)
+        one = k.attention(qkv[row], alone_k, alone_v, slots[row], positions[row], H, KVH)
         assert torch.equal(one[0], out[b])
+
+
+def test_attention_of_a_ragged_batch_is_causal_and_split_independent(k: ModuleType) -> None:
+    """A prompt piece of 5 tokens (slot 2, positions 3..7, after 3 cached ones) beside a
+    decoding row (slot 0, position 9): each token sees its own row up to itself. The
+    piece's tokens come out the same bits as when run one at a time, as decoding does."""
+    torch.manual_seed(7)
+    H, KVH, D, C = 6, 2, 64, 16
+    cache_k, cache_v = torch.randn(3, KVH, C, D), torch.randn(3, KVH, C, D)
+    qkv = torch.randn(6, H + 2 * KVH, D)
+    slots = torch.tensor([2, 2, 2, 2, 2, 0])
+    positions = torch.tensor([3, 4, 5, 6, 7, 9])
+    ck, cv = cache_k.clone(), cache_v.clone()
+    out = k.attention(qkv, ck, cv, slots, positions, H, KVH)
+    for i, (s, p) in enumerate(zip(slots.tolist(), positions.tolist(), strict=True)):
+        assert torch.equal(ck[s, :, p], qkv[i, H : H + KVH])
+        # only positions up to p count: later tokens of the piece are hidden from it
+        hidden_k, hidden_v = ck.clone(), cv.clone()
+        hidden_k[s, :, p + 1 :] = float("nan")
+        hidden_v[s, :, p + 1 :] = float("nan")
+        close(out[i], reference_attention(qkv[i], hidden_k, hidden_v, s, p, H, KVH))
+    one_k, one_v = cache_k.clone(), cache_v.clone()
+    for i in range(6):
+        row = slice(i, i + 1)
+        one = k.attention(qkv[row], one_k, one_v, slots[row], positions[row], H, KVH)
+        assert torch.equal(one[0], out[i])
 
 
 def with_kernels(model: LlamaModel, k: ModuleType) -> LlamaModel:

@@ -318,81 +318,99 @@ void rotary_(at::Tensor& t, const at::Tensor& positions_in, const at::Tensor& co
   });
 }
 
-// One decoding step of grouped-query attention, row b at position positions[b] of cache
-// row slots[b]: stores the row's new key and value there, then attends to positions
-// [0, positions[b]]. qkv (B, H + 2 KVH, D): rotated queries, rotated keys, values.
-// cache_k, cache_v (S, KVH, C, D). Returns (B, H * D), heads side by side.
-// Query head h reads key/value head h / (H / KVH), as Hugging Face's repeat_kv.
-at::Tensor decode_attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cache_v,
-                            const at::Tensor& slots_in, const at::Tensor& positions_in,
-                            int64_t heads, int64_t kv_heads) {
+// Causal grouped-query attention for a ragged batch of tokens: token i sits at position
+// positions[i] of cache row slots[i]. First every token's key and value are stored
+// there, then each token attends to positions [0, positions[i]] of its row. A row's
+// earlier positions must already be in the cache (earlier chunks, a copied prefix) or
+// in this call. Prefill chunks and decoding rows go through the same code, so a token's
+// result is the same bits whatever it is batched with and however its prompt was split.
+// qkv (N, H + 2 KVH, D): rotated queries, rotated keys, values. cache_k, cache_v
+// (S, KVH, C, D). Returns (N, H * D), heads side by side. Query head h reads key/value
+// head h / (H / KVH), as Hugging Face's repeat_kv.
+at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cache_v,
+                     const at::Tensor& slots_in, const at::Tensor& positions_in, int64_t heads,
+                     int64_t kv_heads) {
   check(qkv, "qkv");
   check(cache_k, "cache_k");
   check(cache_v, "cache_v");
   TORCH_CHECK(qkv.dim() == 3 && qkv.stride(2) == 1 && qkv.stride(1) == qkv.size(2),
-              "qkv must be (B, heads, D) with contiguous heads");
+              "qkv must be (N, heads, D) with contiguous heads");
   TORCH_CHECK(cache_k.is_contiguous() && cache_v.is_contiguous() && cache_k.dim() == 4 &&
                   cache_k.sizes() == cache_v.sizes(),
               "caches must be contiguous (S, KVH, C, D)");
   const at::Tensor slots = slots_in.to(at::kLong).contiguous();
   const at::Tensor positions = positions_in.to(at::kLong).contiguous();
-  const int64_t B = qkv.size(0), D = qkv.size(2), S = cache_k.size(0), C = cache_k.size(2);
-  TORCH_CHECK(qkv.size(1) == heads + 2 * kv_heads && heads % kv_heads == 0, "head counts");
+  const int64_t N = qkv.size(0), D = qkv.size(2), S = cache_k.size(0), C = cache_k.size(2);
+  TORCH_CHECK(heads > 0 && kv_heads > 0 && heads % kv_heads == 0 &&
+                  qkv.size(1) == heads + 2 * kv_heads,
+              "head counts");
   TORCH_CHECK(cache_k.size(1) == kv_heads && cache_k.size(3) == D && D % 8 == 0, "cache shape");
-  TORCH_CHECK(slots.numel() == B && positions.numel() == B, "one slot and position per row");
+  TORCH_CHECK(slots.numel() == N && positions.numel() == N, "one slot and position per token");
   const int64_t* sp = slots.data_ptr<int64_t>();
   const int64_t* pp = positions.data_ptr<int64_t>();
-  for (int64_t b = 0; b < B; ++b)
-    TORCH_CHECK(sp[b] >= 0 && sp[b] < S && pp[b] >= 0 && pp[b] < C, "slot or position out of range");
+  for (int64_t i = 0; i < N; ++i)
+    TORCH_CHECK(sp[i] >= 0 && sp[i] < S && pp[i] >= 0 && pp[i] < C, "slot or position out of range");
   const int64_t G = heads / kv_heads, row = qkv.stride(0);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  at::Tensor out = at::empty({B, heads * D}, qkv.options());
+  at::Tensor out = at::empty({N, heads * D}, qkv.options());
   const float* qp = qkv.data_ptr<float>();
   float* kp = cache_k.data_ptr<float>();
   float* vp = cache_v.data_ptr<float>();
   float* op = out.data_ptr<float>();
-  at::parallel_for(0, B * kv_heads, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> p;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = t / kv_heads, j = t % kv_heads, L = pp[b] + 1;
-      const float* x = qp + b * row;
-      float* K = kp + (sp[b] * kv_heads + j) * C * D;
-      float* V = vp + (sp[b] * kv_heads + j) * C * D;
-      std::copy(x + (heads + j) * D, x + (heads + j + 1) * D, K + pp[b] * D);
-      std::copy(x + (heads + kv_heads + j) * D, x + (heads + kv_heads + j + 1) * D, V + pp[b] * D);
-      p.resize(static_cast<size_t>(G * L));
-      // scores, one key at a time for all G query heads of the group
-      for (int64_t l = 0; l < L; ++l)
-        for (int64_t g = 0; g < G; ++g) {
-          const float* q = x + (j * G + g) * D;
-          __m256 acc = _mm256_setzero_ps();
-          for (int64_t d = 0; d < D; d += 8)
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(K + l * D + d), acc);
-          p[g * L + l] = fold(acc) * scale;
-        }
-      for (int64_t g = 0; g < G; ++g) {
-        float* s = p.data() + g * L;
-        const float top = *std::max_element(s, s + L);
-        int64_t l = 0;
-        for (; l + 8 <= L; l += 8)
-          _mm256_storeu_ps(s + l, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + l), _mm256_set1_ps(top))));
-        for (; l < L; ++l) s[l] = std::exp(s[l] - top);
-        float total = 0.0f;
-        for (l = 0; l < L; ++l) total += s[l];
-        float* o = op + b * heads * D + (j * G + g) * D;
-        switch (D) {
-          case 64: weighted_sum<8>(s, V, L, 1.0f / total, o); break;
-          case 128: weighted_sum<16>(s, V, L, 1.0f / total, o); break;
-          default: weighted_sum_any(s, V, L, D, 1.0f / total, o); break;
-        }
+  at::parallel_for(0, N, grain(2 * kv_heads * D), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* x = qp + i * row;
+      for (int64_t j = 0; j < kv_heads; ++j) {
+        const int64_t at = ((sp[i] * kv_heads + j) * C + pp[i]) * D;
+        std::copy(x + (heads + j) * D, x + (heads + j + 1) * D, kp + at);
+        std::copy(x + (heads + kv_heads + j) * D, x + (heads + kv_heads + j + 1) * D, vp + at);
       }
     }
+  });
+  // tasks (token, kv head), dealt out in turn: a long prompt's late tokens cost more
+  const int64_t tasks = N * kv_heads;
+  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), tasks));
+  at::parallel_for(0, workers, 1, [&](int64_t w0, int64_t w1) {
+    std::vector<float> p;
+    for (int64_t w = w0; w < w1; ++w)
+      for (int64_t t = w; t < tasks; t += workers) {
+        const int64_t i = t / kv_heads, j = t % kv_heads, L = pp[i] + 1;
+        const float* x = qp + i * row;
+        const float* K = kp + (sp[i] * kv_heads + j) * C * D;
+        const float* V = vp + (sp[i] * kv_heads + j) * C * D;
+        p.resize(static_cast<size_t>(G * L));
+        // scores, one key at a time for all G query heads of the group
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t g = 0; g < G; ++g) {
+            const float* q = x + (j * G + g) * D;
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t d = 0; d < D; d += 8)
+              acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(K + l * D + d), acc);
+            p[g * L + l] = fold(acc) * scale;
+          }
+        for (int64_t g = 0; g < G; ++g) {
+          float* s = p.data() + g * L;
+          const float top = *std::max_element(s, s + L);
+          int64_t l = 0;
+          for (; l + 8 <= L; l += 8)
+            _mm256_storeu_ps(s + l, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + l), _mm256_set1_ps(top))));
+          for (; l < L; ++l) s[l] = std::exp(s[l] - top);
+          float total = 0.0f;
+          for (l = 0; l < L; ++l) total += s[l];
+          float* o = op + i * heads * D + (j * G + g) * D;
+          switch (D) {
+            case 64: weighted_sum<8>(s, V, L, 1.0f / total, o); break;
+            case 128: weighted_sum<16>(s, V, L, 1.0f / total, o); break;
+            default: weighted_sum_any(s, V, L, D, 1.0f / total, o); break;
+          }
+        }
+      }
   });
   return out;
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("decode_attention", &decode_attention, "one decoding step of attention over the cache");
+  m.def("attention", &attention, "causal attention of a ragged batch of tokens over the cache");
   m.def("linear", &linear, "x @ w.T + bias, batch-invariant");
   m.def("rms_norm", &rms_norm, "RMSNorm of each row");
   m.def("add_rms_norm_", &add_rms_norm_, "x += r in place, then RMSNorm of x");

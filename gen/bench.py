@@ -129,6 +129,7 @@ def run_bench(
         "model": loaded.name,
         "dtype": loaded.dtype,
         "threads": torch.get_num_threads(),
+        "kernels": loaded.model.kernels is not None,  # gen.engine.kernels compiled and in use
     }
 
     # warm both up (first calls allocate and pick kernels)

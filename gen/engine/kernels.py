@@ -1,25 +1,28 @@
-"""Fused float32 CPU kernels (csrc/kernels.cpp), compiled on first use, with the PyTorch
-forms they replace.
+"""Fused float32 CPU kernels (csrc/kernels.cpp), compiled on first use.
 
 What they buy, on the bundled model and a 2-core AVX2 machine: the matrix-vector
 products of decoding one sequence run near the memory bus's speed (oneDNN's reach about
-two thirds of it), and RMSNorm, rotary and SiLU become one call each instead of five to
-ten small operations. Every kernel computes an output row from its own input row in one
-fixed order, so batching never changes a row's bits.
+two thirds of it); RMSNorm (with the residual add), rotary, SiLU and attention over the
+KV cache become one call each instead of five to ten small operations. Every kernel
+computes an output row from its own input row in one fixed order, so batching never
+changes a row's bits. The PyTorch forms they replace are in llama.py.
 
 The build needs a C++ compiler (g++) and takes about a minute, once: the library is
-cached under `$GEN_HOME/kernels/` (by default `~/.cache/gen/kernels/`), keyed by the
-source, the flags and the PyTorch version. Where it cannot be built (no compiler, a CPU
-without AVX2 and FMA) or `GEN_KERNELS=0` is set, `load()` returns None and the engine
-uses the PyTorch forms: the same model, somewhat slower.
+cached under `$GEN_HOME/kernels/` (by default `~/.cache/gen/kernels/`), keyed by what
+the build depends on. Where it cannot be built (no compiler, a CPU without AVX2 and
+FMA) or `GEN_KERNELS=0` is set, `load()` returns None, a warning says why, and the
+engine uses the PyTorch forms: the same model, slower.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import platform
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -28,6 +31,8 @@ import torch
 SOURCE = Path(__file__).with_name("csrc") / "kernels.cpp"
 CFLAGS = ["-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fopenmp"]
 LDFLAGS = ["-fopenmp"]
+
+log = logging.getLogger(__name__)
 
 _loaded: ModuleType | None = None
 _tried = False
@@ -44,23 +49,26 @@ def supported() -> bool:
 
 
 def build_dir() -> Path:
+    """Keyed by everything the build command depends on: the source and its path, the
+    flags, PyTorch, and the Python (virtual environment) it builds for."""
     from gen.models.store import gen_home
 
-    key = hashlib.sha256(
-        SOURCE.read_bytes() + " ".join(CFLAGS + LDFLAGS).encode() + torch.__version__.encode()
-    ).hexdigest()[:16]
+    parts = [SOURCE.read_bytes(), str(SOURCE).encode(), " ".join(CFLAGS + LDFLAGS).encode()]
+    parts += [s.encode() for s in (torch.__version__, str(torch.__file__), sys.version, sys.prefix)]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
     return gen_home() / "kernels" / key
 
 
 def load() -> ModuleType | None:
     """The compiled kernels, building them the first time; None where unavailable
-    (`error()` says why)."""
+    (`error()` says why, and a warning on the `gen.engine.kernels` logger)."""
     global _loaded, _tried, _error
     if _tried:
         return _loaded
     _tried = True
     if not supported():
         _error = "switched off (GEN_KERNELS=0) or not an AVX2 x86-64 CPU"
+        log.warning("gen: CPU kernels not in use (%s); PyTorch's operations run instead", _error)
         return None
     try:
         from torch.utils.cpp_extension import load as build
@@ -68,25 +76,50 @@ def load() -> ModuleType | None:
         _find_ninja()
         where = build_dir()
         where.mkdir(parents=True, exist_ok=True)
-        if not any(where.glob("*.so")):
-            print("gen: compiling the CPU kernels (once, about a minute) ...", file=sys.stderr)
-        _loaded = build(
-            name=f"gen_kernels_{where.name}",
-            sources=[str(SOURCE)],
-            build_directory=str(where),
-            extra_cflags=CFLAGS,
-            extra_ldflags=LDFLAGS,
-            verbose=False,
-        )
+        with _build_lock(where):
+            if not any(where.glob("*.so")):
+                log.warning("gen: compiling the CPU kernels (once, about a minute) ...")
+            _loaded = build(
+                name=f"gen_kernels_{where.name}",
+                sources=[str(SOURCE)],
+                build_directory=str(where),
+                extra_cflags=CFLAGS,
+                extra_ldflags=LDFLAGS,
+                verbose=False,
+            )
     except Exception as exc:  # no compiler, no ninja, a build error: fall back
-        _error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1:] or ''}"
-        print(f"gen: CPU kernels unavailable, using PyTorch's ({_error})", file=sys.stderr)
+        _error = _reason(exc)
+        log.warning("gen: CPU kernels unavailable, PyTorch's operations run instead: %s", _error)
         _loaded = None
     return _loaded
 
 
 def error() -> str | None:
     return _error
+
+
+@contextmanager
+def _build_lock(where: Path) -> Iterator[None]:
+    """One build at a time per directory, across processes. PyTorch's own lock is a file
+    that a killed build leaves behind, after which every later build waits forever; with
+    this lock held nobody else is building, so such a file is stale and goes."""
+    import fcntl
+
+    with open(where / "gen.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            (where / "lock").unlink(missing_ok=True)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _reason(exc: Exception) -> str:
+    """The line of a failed build that says why (the compiler's error, a missing tool)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    telling = [line for line in lines if "error" in line.lower() or "not found" in line.lower()]
+    line = telling[0] if telling else (lines[-1] if lines else "")
+    return f"{type(exc).__name__}: {line[:300]}"
 
 
 def _find_ninja() -> None:
@@ -102,7 +135,7 @@ def _find_ninja() -> None:
 
 
 if __name__ == "__main__":  # `python -m gen.engine.kernels`: build now (make install does)
+    logging.basicConfig(format="%(message)s")
     if load() is None:
-        print(f"gen: CPU kernels not built: {error()}", file=sys.stderr)
         sys.exit(1)
     print(f"gen: CPU kernels ready in {build_dir()}", file=sys.stderr)

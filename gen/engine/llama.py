@@ -216,6 +216,9 @@ class LlamaModel(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self._tables: tuple[torch.Tensor, torch.Tensor] | None = None
         self.kernels: ModuleType | None = None
+        # prompt pieces and decoding rows in separate forwards (int8: its activation scale
+        # is taken per call, and a prompt's outliers would coarsen the decoding rows')
+        self.split_prompts = False
 
     def use_kernels(self, kernels: ModuleType | None) -> None:
         """Run the model through the float32 kernels of gen.engine.kernels (forward_tokens);
@@ -240,7 +243,7 @@ class LlamaModel(nn.Module):
 
         input_ids, positions: (B, T), every row T real tokens; slots: (B,) cache rows.
         """
-        if self.kernels is not None and self.fused_projections():
+        if self.takes_tokens(cache):
             b, t = input_ids.shape
             n = b * t
             last = torch.arange(n) if all_logits else torch.arange(t - 1, n, t)
@@ -261,9 +264,17 @@ class LlamaModel(nn.Module):
             x = x[:, -1, :]  # (B, C)
         return self.lm_head(self.norm(x))  # (B, vocab) or (B, T, vocab)
 
-    def fused_projections(self) -> bool:
+    def takes_tokens(self, cache: KVCache) -> bool:
+        """Can forward_tokens run: kernels in use, projections fused, and what the
+        attention kernel needs (a float32 cache, head_dim a multiple of 8)?"""
         layer: DecoderLayer = self.layers[0]  # type: ignore[assignment]
-        return layer.self_attn.qkv_proj is not None and layer.mlp.gate_up_proj is not None
+        return (
+            self.kernels is not None
+            and layer.self_attn.qkv_proj is not None
+            and layer.mlp.gate_up_proj is not None
+            and cache.dtype == torch.float32
+            and self.cfg.head_dim % 8 == 0
+        )
 
     def forward_tokens(
         self,

@@ -101,10 +101,12 @@ class ModelRunner:
         seq.slot = None
 
     def ragged(self) -> bool:
-        """Does the model take a ragged batch (prompt pieces and decoding rows in one
-        forward)? The engine's LlamaModel does once its kernels are in use."""
-        fused = getattr(self.model, "fused_projections", None)
-        return getattr(self.model, "kernels", None) is not None and callable(fused) and fused()
+        """Do prompt pieces and decoding rows go through the model in one forward? The
+        engine's LlamaModel takes them once its kernels are in use, unless it asks for
+        prompts apart (int8)."""
+        takes = getattr(self.model, "takes_tokens", None)
+        split = getattr(self.model, "split_prompts", False)
+        return callable(takes) and takes(self.cache) and not split
 
     @torch.inference_mode()
     def run(self, pieces: list[tuple[Sequence, int]], decode: list[Sequence]) -> torch.Tensor:

@@ -126,4 +126,5 @@ def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = T
                 packed_linears.fuse_projections(model)
             packed_linears.pack_linears(model, int8=dtype == "int8", kernels=compiled)
             model.use_kernels(compiled)
+            model.split_prompts = dtype == "int8"
     return LoadedModel(ms.name, path, cfg, model, tokenizer, dtype)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -25,7 +26,9 @@ PROMPTS = ["你好，世界", "สวัสดีครับ 🎉", "🚀 日�
 
 @pytest.fixture(scope="module")
 def k() -> ModuleType:
-    loaded = kernels.load()
+    if not kernels.supported():
+        pytest.skip("GEN_KERNELS=0 or not an AVX2 x86-64 CPU: the engine runs without them")
+    loaded = kernels.load()  # a supported machine with g++ (this project's) must build them
     assert loaded is not None, f"the kernels did not build: {kernels.error()}"
     return loaded
 
@@ -229,3 +232,32 @@ def test_gen_kernels_0_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kernels.load() is None
     assert "GEN_KERNELS=0" in (kernels.error() or "")
     assert kernels.load() is None  # tried once, remembered
+
+
+def test_a_head_size_the_attention_kernel_cannot_take_runs_the_pytorch_forms(
+    k: ModuleType, make_engine: Callable[..., Engine]
+) -> None:
+    torch.manual_seed(3)
+    cfg = dataclasses.replace(tiny_config(tok.vocab_size), num_heads=16, head_dim=4)
+    plain = LlamaModel(cfg).eval()
+    fast = with_kernels(plain, k)
+    assert not fast.takes_tokens(KVCache(cfg, max_slots=1, max_len=8))
+    params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    prompts = [tok.encode(p) for p in PROMPTS]
+    want = [c.token_ids for c in make_engine(model=plain).generate(prompts, params)]
+    assert [c.token_ids for c in make_engine(model=fast).generate(prompts, params)] == want
+
+
+def test_int8_keeps_prompt_pieces_apart_from_decoding_rows(
+    k: ModuleType, make_engine: Callable[..., Engine]
+) -> None:
+    fast = with_kernels(tiny_llama(), k)
+    assert make_engine(model=fast).runner.ragged()
+    fast.split_prompts = True  # what load_model sets for int8
+    assert not make_engine(model=fast).runner.ragged()
+
+
+def test_a_build_lock_left_by_a_killed_build_is_cleared(tmp_path: Path) -> None:
+    (tmp_path / "lock").write_text("")  # PyTorch's baton file, never removed after a kill
+    with kernels._build_lock(tmp_path):
+        assert not (tmp_path / "lock").exists()

@@ -195,6 +195,7 @@ at::Tensor linear(const at::Tensor& x_in, const at::Tensor& w, const c10::option
   TORCH_CHECK(w.is_contiguous(), "weight must be contiguous");
   const at::Tensor x = x_in.contiguous();
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  TORCH_CHECK(K > 0, "linear needs at least one input feature");
   at::Tensor y = at::empty({M, N}, x.options());
   const float* xp = x.data_ptr<float>();
   const float* wp = w.data_ptr<float>();
@@ -217,7 +218,9 @@ at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& w, double eps) {
   check(x_in, "x");
   check(w, "weight");
   const at::Tensor x = x_in.contiguous();
-  const int64_t K = x.size(-1), M = x.numel() / K;
+  const int64_t K = x.size(-1);
+  TORCH_CHECK(K > 0, "rows must not be empty");
+  const int64_t M = x.numel() / K;
   TORCH_CHECK(w.numel() == K && w.is_contiguous(), "weight shape mismatch");
   at::Tensor y = at::empty_like(x);
   const float* xp = x.data_ptr<float>();
@@ -236,7 +239,9 @@ at::Tensor add_rms_norm_(at::Tensor& x, const at::Tensor& r_in, const at::Tensor
   check(w, "weight");
   TORCH_CHECK(x.is_contiguous() && x.sizes() == r_in.sizes(), "x must be contiguous, r its shape");
   const at::Tensor r = r_in.contiguous();
-  const int64_t K = x.size(-1), M = x.numel() / K;
+  const int64_t K = x.size(-1);
+  TORCH_CHECK(K > 0, "rows must not be empty");
+  const int64_t M = x.numel() / K;
   TORCH_CHECK(w.numel() == K && w.is_contiguous(), "weight shape mismatch");
   at::Tensor y = at::empty_like(x);
   float* xp = x.data_ptr<float>();
@@ -257,8 +262,9 @@ at::Tensor add_rms_norm_(at::Tensor& x, const at::Tensor& r_in, const at::Tensor
 at::Tensor silu_mul(const at::Tensor& gu_in) {
   check(gu_in, "gate_up");
   const at::Tensor gu = gu_in.contiguous();
-  const int64_t N2 = gu.size(-1), N = N2 / 2, M = gu.numel() / N2;
-  TORCH_CHECK(N2 % 2 == 0, "gate_up must have an even last dimension");
+  const int64_t N2 = gu.size(-1), N = N2 / 2;
+  TORCH_CHECK(N2 > 0 && N2 % 2 == 0, "gate_up must have an even, non-zero last dimension");
+  const int64_t M = gu.numel() / N2;
   std::vector<int64_t> shape(gu.sizes().begin(), gu.sizes().end());
   shape.back() = N;
   at::Tensor y = at::empty(shape, gu.options());
@@ -295,7 +301,7 @@ void rotary_(at::Tensor& t, const at::Tensor& positions_in, const at::Tensor& co
   TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous(), "tables must be contiguous");
   const at::Tensor positions = positions_in.to(at::kLong).contiguous();
   const int64_t M = t.size(0), D = t.size(2), half = D / 2, L = cos.size(0);
-  TORCH_CHECK(positions.numel() == M && heads <= t.size(1) && cos.size(1) == D, "shape mismatch");
+  TORCH_CHECK(positions.numel() == M && heads <= t.size(1) && cos.size(1) == D && sin.sizes() == cos.sizes(), "shape mismatch");
   float* tp = t.data_ptr<float>();
   const int64_t row_stride = t.stride(0);
   const int64_t* pp = positions.data_ptr<int64_t>();
@@ -322,7 +328,7 @@ void rotary_(at::Tensor& t, const at::Tensor& positions_in, const at::Tensor& co
 // positions[i] of cache row slots[i]. First every token's key and value are stored
 // there, then each token attends to positions [0, positions[i]] of its row. A row's
 // earlier positions must already be in the cache (earlier chunks, a copied prefix) or
-// in this call. Prefill chunks and decoding rows go through the same code, so a token's
+// in this call, and no two tokens of a call may share a slot and a position. Prefill chunks and decoding rows go through the same code, so a token's
 // result is the same bits whatever it is batched with and however its prompt was split.
 // qkv (N, H + 2 KVH, D): rotated queries, rotated keys, values. cache_k, cache_v
 // (S, KVH, C, D). Returns (N, H * D), heads side by side. Query head h reads key/value
@@ -410,10 +416,12 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("attention", &attention, "causal attention of a ragged batch of tokens over the cache");
-  m.def("linear", &linear, "x @ w.T + bias, batch-invariant");
-  m.def("rms_norm", &rms_norm, "RMSNorm of each row");
-  m.def("add_rms_norm_", &add_rms_norm_, "x += r in place, then RMSNorm of x");
-  m.def("silu_mul", &silu_mul, "silu(gate) * up from [gate | up]");
-  m.def("rotary_", &rotary_, "rotary embedding in place");
+  // none of them touches a Python object: other Python threads run meanwhile
+  using nogil = py::call_guard<py::gil_scoped_release>;
+  m.def("attention", &attention, nogil(), "causal attention of a ragged batch of tokens over the cache");
+  m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
+  m.def("rms_norm", &rms_norm, nogil(), "RMSNorm of each row");
+  m.def("add_rms_norm_", &add_rms_norm_, nogil(), "x += r in place, then RMSNorm of x");
+  m.def("silu_mul", &silu_mul, nogil(), "silu(gate) * up from [gate | up]");
+  m.def("rotary_", &rotary_, nogil(), "rotary embedding in place");
 }

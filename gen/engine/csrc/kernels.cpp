@@ -213,49 +213,47 @@ at::Tensor linear(const at::Tensor& x_in, const at::Tensor& w, const c10::option
   return y;
 }
 
-// RMSNorm of each row of x (M, K)
-at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& w, double eps) {
-  check(x_in, "x");
-  check(w, "weight");
-  const at::Tensor x = x_in.contiguous();
-  const int64_t K = x.size(-1);
-  TORCH_CHECK(K > 0, "rows must not be empty");
-  const int64_t M = x.numel() / K;
-  TORCH_CHECK(w.numel() == K && w.is_contiguous(), "weight shape mismatch");
-  at::Tensor y = at::empty_like(x);
-  const float* xp = x.data_ptr<float>();
-  const float* wp = w.data_ptr<float>();
-  float* yp = y.data_ptr<float>();
-  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) norm_row(xp + m * K, wp, static_cast<float>(eps), yp + m * K, K);
-  });
-  return y;
-}
+namespace {
 
-// x += r (in place, the residual stream), then RMSNorm of the new x
-at::Tensor add_rms_norm_(at::Tensor& x, const at::Tensor& r_in, const at::Tensor& w, double eps) {
-  check(x, "x");
-  check(r_in, "r");
+// RMSNorm of each row of x (contiguous, rows of its last dimension); with r (x's
+// shape, contiguous), x += r in place first
+at::Tensor norm_rows(at::Tensor& x, const float* r, const at::Tensor& w, double eps) {
   check(w, "weight");
-  TORCH_CHECK(x.is_contiguous() && x.sizes() == r_in.sizes(), "x must be contiguous, r its shape");
-  const at::Tensor r = r_in.contiguous();
   const int64_t K = x.size(-1);
   TORCH_CHECK(K > 0, "rows must not be empty");
   const int64_t M = x.numel() / K;
   TORCH_CHECK(w.numel() == K && w.is_contiguous(), "weight shape mismatch");
   at::Tensor y = at::empty_like(x);
   float* xp = x.data_ptr<float>();
-  const float* rp = r.data_ptr<float>();
   const float* wp = w.data_ptr<float>();
   float* yp = y.data_ptr<float>();
   at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
       float* row = xp + m * K;
-      for (int64_t k = 0; k < K; ++k) row[k] = row[k] + rp[m * K + k];
+      if (r != nullptr)
+        for (int64_t k = 0; k < K; ++k) row[k] = row[k] + r[m * K + k];
       norm_row(row, wp, static_cast<float>(eps), yp + m * K, K);
     }
   });
   return y;
+}
+
+}  // namespace
+
+// RMSNorm of each row of x (M, K)
+at::Tensor rms_norm(const at::Tensor& x_in, const at::Tensor& w, double eps) {
+  check(x_in, "x");
+  at::Tensor x = x_in.contiguous();  // only read: no residual to add
+  return norm_rows(x, nullptr, w, eps);
+}
+
+// x += r (in place, the residual stream), then RMSNorm of the new x
+at::Tensor add_rms_norm_(at::Tensor& x, const at::Tensor& r_in, const at::Tensor& w, double eps) {
+  check(x, "x");
+  check(r_in, "r");
+  TORCH_CHECK(x.is_contiguous() && x.sizes() == r_in.sizes(), "x must be contiguous, r its shape");
+  const at::Tensor r = r_in.contiguous();
+  return norm_rows(x, r.data_ptr<float>(), w, eps);
 }
 
 // gu (M, 2N): [gate | up] per row -> silu(gate) * up (M, N)
@@ -328,8 +326,9 @@ void rotary_(at::Tensor& t, const at::Tensor& positions_in, const at::Tensor& co
 // positions[i] of cache row slots[i]. First every token's key and value are stored
 // there, then each token attends to positions [0, positions[i]] of its row. A row's
 // earlier positions must already be in the cache (earlier chunks, a copied prefix) or
-// in this call, and no two tokens of a call may share a slot and a position. Prefill chunks and decoding rows go through the same code, so a token's
-// result is the same bits whatever it is batched with and however its prompt was split.
+// in this call, and no two tokens of a call may share a slot and a position. Prefill
+// chunks and decoding rows go through the same code, so a token's result is the same
+// bits whatever it is batched with and however its prompt was split.
 // qkv (N, H + 2 KVH, D): rotated queries, rotated keys, values. cache_k, cache_v
 // (S, KVH, C, D). Returns (N, H * D), heads side by side. Query head h reads key/value
 // head h / (H / KVH), as Hugging Face's repeat_kv.
@@ -367,9 +366,9 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
     for (int64_t i = i0; i < i1; ++i) {
       const float* x = qp + i * row;
       for (int64_t j = 0; j < kv_heads; ++j) {
-        const int64_t at = ((sp[i] * kv_heads + j) * C + pp[i]) * D;
-        std::copy(x + (heads + j) * D, x + (heads + j + 1) * D, kp + at);
-        std::copy(x + (heads + kv_heads + j) * D, x + (heads + kv_heads + j + 1) * D, vp + at);
+        const int64_t to = ((sp[i] * kv_heads + j) * C + pp[i]) * D;
+        std::copy(x + (heads + j) * D, x + (heads + j + 1) * D, kp + to);
+        std::copy(x + (heads + kv_heads + j) * D, x + (heads + kv_heads + j + 1) * D, vp + to);
       }
     }
   });

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported lazily at run time: `gen validate` loads no torch
     from gen.backends.base import Backend
-    from gen.pipeline.runner import PreparedRun
+    from gen.pipeline.run.runner import PreparedRun
 
 RUN_EPILOG = """examples:
   gen run pipelines/quickstart.yaml
@@ -199,7 +199,7 @@ def json_lines(stream: IO[str]) -> Callable[[dict[str, Any]], None]:
 def cmd_run(args: argparse.Namespace) -> int:
     from gen.backends import open_backend
     from gen.pipeline import load_pipeline
-    from gen.pipeline.runner import prepare_run
+    from gen.pipeline.run.runner import prepare_run
 
     pipeline = load_pipeline(args.pipeline, parse_overrides(args.overrides))
     model = args.model or pipeline.model

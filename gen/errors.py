@@ -61,6 +61,3 @@ class ContextOverflowError(GenError):
 class BackendError(GenError):
     """A backend (the local engine or a remote server) failed to generate."""
 
-
-class CancelledError(GenError):
-    """A run or a request was cancelled by its owner."""

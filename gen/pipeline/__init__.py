@@ -5,7 +5,7 @@ Static half only: nothing here loads a model or talks to a backend.
 
 from __future__ import annotations
 
-from gen.pipeline.graph import DependencyCycle, dependency_levels
+from gen.pipeline.graph import DependencyCycle
 from gen.pipeline.listparse import parse_list
 from gen.pipeline.render import (
     document_title,
@@ -41,7 +41,6 @@ __all__ = [
     "SectionMap",
     "SectionResult",
     "count_words",
-    "dependency_levels",
     "document_title",
     "document_variables",
     "foreach_items",

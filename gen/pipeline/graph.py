@@ -1,4 +1,4 @@
-"""Dependency graph of sections: levels for execution and cycle detection.
+"""Dependency graph of sections: cycle detection.
 
 Works on ids only; locating an error in the file is the caller's job.
 """
@@ -37,20 +37,3 @@ def find_cycle(deps: Mapping[str, Sequence[str]]) -> list[str] | None:
         if node not in state and (cycle := visit(node)):
             return cycle
     return None
-
-
-def dependency_levels(deps: Mapping[str, Sequence[str]]) -> list[list[str]]:
-    """Kahn's algorithm; ids keep their given order inside a level."""
-    for node, needs in deps.items():
-        unknown = [d for d in needs if d not in deps]
-        if unknown:
-            raise ValueError(f"{node} depends on unknown ids {unknown}")
-    if cycle := find_cycle(deps):
-        raise DependencyCycle(cycle)
-    done: set[str] = set()
-    levels: list[list[str]] = []
-    while len(done) < len(deps):
-        level = [n for n in deps if n not in done and all(d in done for d in deps[n])]
-        levels.append(level)
-        done.update(level)
-    return levels

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
+from gen.pipeline.suggest import did_you_mean
 from gen.pipeline.yaml_loader import SourceMap
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -21,17 +21,11 @@ def apply_overrides(
     out = dict(inputs)
     for key, raw in overrides.items():
         if key not in inputs:
-            close = difflib.get_close_matches(key, list(inputs), n=1)
-            tip = (
-                f"did you mean {close[0]!r}?"
-                if close
-                else (
-                    f"declared: {', '.join(inputs)}"
-                    if inputs
-                    else "the pipeline declares no inputs"
-                )
+            declared = (
+                f"declared: {', '.join(inputs)}" if inputs else "the pipeline declares no inputs"
             )
-            raise smap.error(("inputs",), f"--set {key}: unknown input; {tip}", at="key")
+            tip = did_you_mean(key, inputs, f"; {declared}")
+            raise smap.error(("inputs",), f"--set {key}: unknown input{tip}", at="key")
         try:
             out[key] = coerce(raw, inputs[key])
         except ValueError as exc:

@@ -3,13 +3,13 @@ dependencies that context and foreach imply, and dependency cycles."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Literal
 
 from gen.errors import ConfigError
 from gen.pipeline.graph import find_cycle
 from gen.pipeline.spec import Pipeline, Section
+from gen.pipeline.suggest import did_you_mean
 from gen.pipeline.yaml_loader import SourceMap, YamlPath, format_path
 
 Origins = dict[tuple[str, str], YamlPath]  # (section, dependency) -> what made the edge
@@ -21,11 +21,6 @@ def fail(
 ) -> ConfigError:
     """A ConfigError at `where` whose message starts with the path."""
     return smap.error(where, f"{format_path(where)}: {message}", at=at)
-
-
-def did_you_mean(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name, choices, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def check_references(pipeline: Pipeline, smap: SourceMap) -> Origins:

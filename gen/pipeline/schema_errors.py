@@ -5,7 +5,6 @@ The message names the path and the value: `sections[2].max_tokens: must be > 0, 
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -13,6 +12,7 @@ from pydantic_core import ErrorDetails
 
 from gen.errors import ConfigError
 from gen.pipeline.spec import ContextSettings, DocumentSpec, GenerationSettings, Pipeline, Section
+from gen.pipeline.suggest import did_you_mean
 from gen.pipeline.yaml_loader import SourceMap, YamlPath, format_path
 
 _TYPE_WORDS = {
@@ -117,10 +117,7 @@ def _suggest(key: str, parent: YamlPath) -> str:
     if model is None:
         return ""
     allowed = list(model.model_fields)
-    close = difflib.get_close_matches(key, allowed, n=1)
-    if close:
-        return f"; did you mean {close[0]!r}?"
-    return f"; allowed keys: {', '.join(allowed)}"
+    return did_you_mean(key, allowed, f"; allowed keys: {', '.join(allowed)}")
 
 
 def _model_at(path: YamlPath) -> type[BaseModel] | None:

@@ -18,8 +18,6 @@ from pydantic import (
     model_validator,
 )
 
-from gen.pipeline.graph import dependency_levels
-
 DEFAULT_MODEL = "smollm2-135m"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FOREACH = re.compile(r"^\s*(?:sections\.(?P<section>\w+)\.items|inputs\.(?P<input>\w+))\s*$")
@@ -196,9 +194,3 @@ class Pipeline(_Strict):
         if isinstance(section, str):
             section = self.section(section)
         return self.defaults.model_copy(update=section.overrides(), deep=True)
-
-    def execution_order(self) -> list[list[Section]]:
-        """Sections grouped in dependency levels; each level only needs earlier ones."""
-        by_id = {s.id: s for s in self.sections}
-        levels = dependency_levels({s.id: s.depends_on for s in self.sections})
-        return [[by_id[i] for i in level] for level in levels]

@@ -5,11 +5,12 @@ a file is the caller's job.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from jinja2 import meta, nodes
+
+from gen.pipeline.suggest import did_you_mean
 
 _GUARD_FILTERS = frozenset({"default", "d"})
 _GUARD_TESTS = frozenset({"defined", "undefined"})
@@ -104,9 +105,8 @@ def _unknown_names(ast: nodes.Template, scope: Scope) -> Iterator[Finding]:
     for name in sorted(undeclared, key=lambda n: loads.get(n, 0)):
         hint = scope.hints.get(name)
         if hint is None:
-            close = difflib.get_close_matches(name, sorted(scope.known), n=1)
-            hint = f"undefined variable {name!r}" + (
-                f"; did you mean {close[0]!r}?" if close else _known_list(scope)
+            hint = f"undefined variable {name!r}" + did_you_mean(
+                name, sorted(scope.known), _known_list(scope)
             )
         yield Finding(hint, loads.get(name, 1), name)
 
@@ -131,8 +131,7 @@ def _section_refs(ast: nodes.Template, scope: Scope, refs: list[str]) -> Iterato
         if not isinstance(ref, str):
             continue
         if ref not in scope.sections:
-            close = difflib.get_close_matches(ref, list(scope.sections), n=1)
-            tip = f"; did you mean {close[0]!r}?" if close else ""
+            tip = did_you_mean(ref, scope.sections)
             yield Finding(f"sections.{ref}: no section has id {ref!r}{tip}", node.lineno, ref)
         elif ref == scope.current:
             yield Finding(f"sections.{ref}: a section cannot read its own text", node.lineno, ref)

@@ -22,8 +22,8 @@ from typing import Any
 from gen.backends.base import Delta, Message
 from gen.engine import SamplingParams
 from gen.pipeline import Pipeline, load_pipeline_text
-from gen.pipeline.events import Event
-from gen.pipeline.runner import PreparedRun, prepare_run
+from gen.pipeline.run.events import Event
+from gen.pipeline.run.runner import PreparedRun, prepare_run
 
 Reply = tuple[str, str] | BaseException
 _KEY = re.compile(r"\[([\w-]+)\]")

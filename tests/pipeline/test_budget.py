@@ -11,7 +11,7 @@ import pytest
 from gen.backends.base import Message
 from gen.cli import main
 from gen.errors import ContextOverflowError
-from gen.pipeline.budget import fit_prompt
+from gen.pipeline.run.budget import fit_prompt
 
 from .conftest import WritePipeline
 from .fake_backend import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gen.pipeline.continuation import CONTINUE_PROMPT, MORE_PROMPT
+from gen.pipeline.run.continuation import CONTINUE_PROMPT, MORE_PROMPT
 from gen.pipeline.words import length_score
 
 from .fake_backend import FakeBackend, Reply, pipeline_from, read_events, run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gen.pipeline.continuation import join_rounds, remove_overlap
+from gen.pipeline.run.continuation import remove_overlap
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # man ZWJ woman ZWJ girl
 FAMILY4 = FAMILY + "\u200d\U0001f466"  # ... ZWJ boy
@@ -37,7 +37,7 @@ FAMILY4 = FAMILY + "\u200d\U0001f466"  # ... ZWJ boy
 )
 def test_remove_overlap(old: str, new: str, rest: str) -> None:
     assert remove_overlap(old, new) == rest
-    joined = join_rounds(old, new)
+    joined = old + remove_overlap(old, new)
     assert joined == old + rest
     joined.encode("utf-8")  # whole characters only: no lone surrogate, nothing half-cut
     assert "\ufffd" not in joined
@@ -60,6 +60,6 @@ def test_short_accidental_overlaps_are_kept(old: str, new: str) -> None:
 def test_family_stays_whole_when_repeated_inside_a_sentence() -> None:
     old = f"Photo: {FAMILY} at the beach"
     new = f"{FAMILY} at the beach, smiling."
-    joined = join_rounds(old, new)
+    joined = old + remove_overlap(old, new)
     assert joined == f"Photo: {FAMILY} at the beach, smiling."
     assert joined.count(FAMILY) == 1

@@ -18,7 +18,7 @@ import pytest
 
 from gen.backends.local import LocalBackend
 from gen.pipeline import count_words
-from gen.pipeline.runner import prepare_run
+from gen.pipeline.run.runner import prepare_run
 
 from .fake_backend import pipeline_from, read_events, sections_by_id
 

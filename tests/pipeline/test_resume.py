@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gen.pipeline.events import Event
+from gen.pipeline.run.events import Event
 
 from .fake_backend import FakeBackend, pipeline_from, prepare, read_events, run, sections_by_id
 

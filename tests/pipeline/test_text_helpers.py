@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gen.pipeline import DependencyCycle, count_words, dependency_levels, length_score, parse_list
+from gen.pipeline import DependencyCycle, count_words, length_score, parse_list
 from gen.pipeline.graph import find_cycle
 
 
@@ -48,14 +48,8 @@ def test_parse_list(text: str, items: list[str]) -> None:
     assert parse_list(text) == items
 
 
-def test_dependency_levels_keep_file_order() -> None:
-    deps = {"c": [], "a": ["c"], "b": ["c"], "d": ["a", "b"]}
-    assert dependency_levels(deps) == [["c"], ["a", "b"], ["d"]]
-
-
 def test_cycles_are_named() -> None:
     assert find_cycle({"a": ["b"], "b": ["c"], "c": ["b"]}) == ["b", "c", "b"]
-    with pytest.raises(DependencyCycle, match="a -> a"):
-        dependency_levels({"a": ["a"]})
-    with pytest.raises(ValueError, match="unknown"):
-        dependency_levels({"a": ["zz"]})
+    assert find_cycle({"a": ["a"]}) == ["a", "a"]
+    assert find_cycle({"a": ["b"], "b": []}) is None
+    assert str(DependencyCycle(["a", "a"])) == "dependency cycle: a -> a"

@@ -38,11 +38,6 @@ def remove_overlap(old: str, new: str) -> str:
     return new
 
 
-def join_rounds(old: str, new: str) -> str:
-    """The text of two rounds of the chat strategy, overlap removed."""
-    return old + remove_overlap(old, new)
-
-
 class LengthPolicy:
     """When a section has written enough: target_words reached at a paragraph boundary,
     or max_words reached (cut after the last full sentence)."""
@@ -51,10 +46,6 @@ class LengthPolicy:
         self.target = target
         self.min_words = min_words if min_words is not None else target
         self.max_words = max_words
-
-    @property
-    def active(self) -> bool:
-        return bool(self.target or self.min_words or self.max_words)
 
     def short(self, text: str) -> bool:
         return self.min_words is not None and count_words(text) < self.min_words

@@ -10,13 +10,13 @@ import time
 from typing import Any
 
 from gen.errors import ContextOverflowError, GenError
-from gen.pipeline.budget import Fitted
-from gen.pipeline.events import EventLog
 from gen.pipeline.listparse import parse_list
-from gen.pipeline.records import SectionRecord, run_metrics
 from gen.pipeline.render import render_document, render_title
-from gen.pipeline.rundir import RunDir
-from gen.pipeline.section import RunContext, SectionRun
+from gen.pipeline.run.budget import Fitted
+from gen.pipeline.run.events import EventLog
+from gen.pipeline.run.records import SectionRecord, run_metrics
+from gen.pipeline.run.rundir import RunDir
+from gen.pipeline.run.section import RunContext, SectionRun
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.variables import SectionResult, foreach_items, prompt_variables
 from gen.pipeline.words import count_words, length_score

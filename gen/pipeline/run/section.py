@@ -14,11 +14,11 @@ from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.engine.sampling_params import SamplingParams
 from gen.errors import ContextOverflowError
-from gen.pipeline.budget import Fitted, fit_prompt
-from gen.pipeline.continuation import CONTINUE_PROMPT, MORE_PROMPT, LengthPolicy, remove_overlap
-from gen.pipeline.events import EventLog
-from gen.pipeline.records import RoundRecord, SectionRecord
 from gen.pipeline.render import render_prompt, render_system
+from gen.pipeline.run.budget import Fitted, fit_prompt
+from gen.pipeline.run.continuation import CONTINUE_PROMPT, MORE_PROMPT, LengthPolicy, remove_overlap
+from gen.pipeline.run.events import EventLog
+from gen.pipeline.run.records import RoundRecord, SectionRecord
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
 

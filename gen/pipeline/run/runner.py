@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from gen.backends.base import Backend
-from gen.pipeline.events import EventLog, Subscriber, last_seq
-from gen.pipeline.orchestrator import Orchestrator, preflight
-from gen.pipeline.rundir import RunDir
-from gen.pipeline.section import RunContext
+from gen.pipeline.run.events import EventLog, Subscriber, last_seq
+from gen.pipeline.run.orchestrator import Orchestrator, preflight
+from gen.pipeline.run.rundir import RunDir
+from gen.pipeline.run.section import RunContext
 from gen.pipeline.spec import Pipeline
 
 

@@ -54,6 +54,33 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top-k", type=int, default=0)
     g.add_argument("--min-p", type=float, default=0.0)
     g.add_argument("--repetition-penalty", type=float, default=1.0)
+    g.add_argument("--frequency-penalty", type=float, default=0.0, help="in [-2, 2]")
+    g.add_argument("--presence-penalty", type=float, default=0.0, help="in [-2, 2]")
+    g.add_argument(
+        "--no-repeat-ngram-size",
+        type=int,
+        default=0,
+        help="ban repeating any generated n-gram of this size (0: off)",
+    )
+    g.add_argument(
+        "--dry-multiplier", type=float, default=0.0, help="DRY repetition penalty (0: off)"
+    )
+    g.add_argument("--dry-base", type=float, default=1.75, help="DRY growth per token (> 1)")
+    g.add_argument(
+        "--dry-allowed-length", type=int, default=2, help="DRY lets repeats this long pass"
+    )
+    g.add_argument(
+        "--dry-penalty-last-n",
+        type=int,
+        default=0,
+        help="DRY searches the last N generated tokens (0: all)",
+    )
+    g.add_argument(
+        "--dry-sequence-breaker",
+        action="append",
+        default=None,
+        help='DRY breaker string, escapes such as \\n understood (repeatable; default \\n : " *)',
+    )
     g.add_argument("--min-tokens", type=int, default=0)
     g.add_argument("--ignore-eos", action="store_true")
     g.add_argument("--seed", type=int, default=None)
@@ -80,6 +107,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from gen.backends import open_backend
     from gen.engine import SamplingParams
 
+    breakers: dict[str, Any] = {}
+    if args.dry_sequence_breaker is not None:  # "\\n" on the command line is a newline
+        breakers["dry_sequence_breakers"] = tuple(
+            b.encode("latin-1", "backslashreplace").decode("unicode_escape")
+            for b in args.dry_sequence_breaker
+        )
     params = SamplingParams(
         max_tokens=args.max_tokens,
         temperature=args.temperature,
@@ -87,6 +120,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         top_k=args.top_k,
         min_p=args.min_p,
         repetition_penalty=args.repetition_penalty,
+        frequency_penalty=args.frequency_penalty,
+        presence_penalty=args.presence_penalty,
+        no_repeat_ngram_size=args.no_repeat_ngram_size,
+        dry_multiplier=args.dry_multiplier,
+        dry_base=args.dry_base,
+        dry_allowed_length=args.dry_allowed_length,
+        dry_penalty_last_n=args.dry_penalty_last_n,
+        **breakers,
         min_tokens=args.min_tokens,
         ignore_eos=args.ignore_eos,
         seed=args.seed,

@@ -60,4 +60,3 @@ class ContextOverflowError(GenError):
 
 class BackendError(GenError):
     """A backend (the local engine or a remote server) failed to generate."""
-

@@ -11,6 +11,7 @@ import torch
 
 from gen.engine.detokenizer import Tokenizer
 from gen.engine.model_runner import CausalLM, ModelRunner
+from gen.engine.penalties import SequenceBreakers
 from gen.engine.sampler import sample
 from gen.engine.sampling_params import SamplingParams
 from gen.engine.scheduler import Scheduler
@@ -57,6 +58,7 @@ class Engine:
         self.max_prefill_tokens = max_prefill_tokens
         self.prefill_chunk = prefill_chunk
         self.requests: dict[str, Sequence] = {}
+        self.breakers = SequenceBreakers(tokenizer, cfg.vocab_size)  # DRY's, decoded lazily
 
     def add_request(
         self,
@@ -201,6 +203,7 @@ class Engine:
             [s.generator for s in seqs],
             [s.seen_mask(logits.shape[-1]) for s in seqs],
             [s.banned_ids() for s in seqs],
+            [s.penalty_state(logits.shape[-1], self.breakers) for s in seqs],
         )
         outputs = []
         for seq, token in zip(seqs, tokens, strict=True):

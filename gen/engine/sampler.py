@@ -1,7 +1,9 @@
 """Next-token choice from logits: penalties, temperature, top-k/top-p/min-p, seeded draws.
 
-Each row samples with its own torch.Generator, so a request's draws don't depend on
-what else shares the batch.
+Each row samples with its own torch.Generator, and its penalties look at its own ids only,
+so a request's draws don't depend on what else shares the batch. Order per row: banned ids,
+repetition penalty, then the PenaltyState (frequency/presence, DRY, n-gram ban), then
+temperature and the filters.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Sequence as Seq
 
 import torch
 
+from gen.engine.penalties import PenaltyState
 from gen.engine.sampling_params import SamplingParams
 
 
@@ -47,12 +50,17 @@ def sample(
     generators: Seq[torch.Generator | None],
     seen: Seq[torch.Tensor | None],
     banned: Seq[tuple[int, ...]],
+    penalties: Seq[PenaltyState | None] | None = None,
 ) -> list[int]:
     """One token id per row of `logits` (B, vocab). seen[i]: a (vocab,) mask of the ids the
-    repetition penalty applies to, or None."""
+    repetition penalty applies to, or None; penalties[i]: the row's PenaltyState, or None."""
     logits = logits.float()
+    states = penalties if penalties is not None else [None] * len(params)
     plain = [
-        p.greedy and not banned[i] and (p.repetition_penalty == 1.0 or seen[i] is None)
+        p.greedy
+        and not banned[i]
+        and (p.repetition_penalty == 1.0 or seen[i] is None)
+        and states[i] is None
         for i, p in enumerate(params)
     ]
     # plain greedy rows: one argmax over the batch
@@ -69,6 +77,9 @@ def sample(
         mask = seen[i]
         if p.repetition_penalty != 1.0 and mask is not None:
             row = apply_repetition_penalty(row, mask, p.repetition_penalty)
+        state = states[i]
+        if state is not None:
+            row = state.apply(row)
         if p.greedy:
             out.append(int(torch.argmax(row)))
             continue

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from gen.engine.detokenizer import Detokenizer, Tokenizer
+from gen.engine.penalties import PenaltyState, SequenceBreakers
 from gen.engine.sampling_params import SamplingParams
 from gen.engine.stopping import StopStringMatcher
 
@@ -68,6 +69,7 @@ class Sequence:
         self.stop_reason: int | str | None = None
         self.generator: torch.Generator | None = None
         self._seen: torch.Tensor | None = None  # repetition penalty ids, made on first use
+        self.penalties: PenaltyState | None = None  # generated ids indexed, made on first use
         if not params.greedy:
             self.generator = torch.Generator()
             if params.seed is None:
@@ -117,6 +119,20 @@ class Sequence:
             self._seen[ids] = True
         return self._seen
 
+    def penalty_state(self, vocab: int, breakers: SequenceBreakers) -> PenaltyState | None:
+        """The penalties over the generated ids (every round's; DRY's over the prompt too),
+        kept up to date token by token; None when the params use none."""
+        p = self.params
+        if not p.has_penalties:
+            return None
+        if self.penalties is None:
+            ids = breakers.ids(p.dry_sequence_breakers) if p.dry_multiplier else frozenset()
+            self.penalties = PenaltyState(p, vocab, ids)
+            self.penalties.push_context(self.prompt_ids)
+            for token in self.output_ids:
+                self.penalties.push(token)
+        return self.penalties
+
     def append(self, token: int, max_model_len: int) -> Output:
         """Take one sampled token: update text, check every stop condition, report."""
         p = self.params
@@ -132,6 +148,8 @@ class Sequence:
         self.output_ids.append(token)
         if self._seen is not None and 0 <= token < self._seen.shape[0]:
             self._seen[token] = True
+        if self.penalties is not None:
+            self.penalties.push(token)
         shown, match = self.matcher.feed(self.detok.push([token]), check=may_stop)
         if match is not None:
             # stop: a stop string completed (possibly across tokens)

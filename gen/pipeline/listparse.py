@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _MARKED = re.compile(
     r"^(?P<indent>\s*)(?:\d+[.)、]\s*|[-*•+]\s+|[一二三四五六七八九十]+[、.]\s*|\(\d+\)\s*)"
@@ -11,15 +12,28 @@ _MARKED = re.compile(
 _DECORATION = re.compile(r"^\*\*(.*)\*\*$|^__(.*)__$")
 
 
-def parse_list(text: str) -> list[str]:
-    """Top-level items of the first list in `text`; without list markers, its non-empty lines."""
+def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
+    """Top-level items of the first list in `text`; without list markers, its non-empty lines.
+    Items repeated word for word, and items whose title is, or starts with, one of `exclude`
+    (case and punctuation aside: titles the pipeline writes itself), are left out."""
     marked = [m for m in map(_MARKED.match, text.splitlines()) if m]
     if marked:
         top = min(len(m.group("indent").expandtabs()) for m in marked)
         items = [m.group("item") for m in marked if len(m.group("indent").expandtabs()) == top]
     else:
         items = [line.strip() for line in text.splitlines() if line.strip()]
-    return [_clean(item) for item in items if _clean(item)]
+    skip = {_key(e) for e in exclude}
+    out: dict[str, str] = {}
+    for item in map(_clean, items):
+        key = _key(item)
+        excluded = any(key == e or key.startswith(e + " ") for e in skip)
+        if item and not excluded and key not in out:
+            out[key] = item
+    return list(out.values())
+
+
+def _key(title: str) -> str:
+    return re.sub(r"[\W_]+", " ", title.lower()).strip()
 
 
 def _clean(item: str) -> str:

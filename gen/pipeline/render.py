@@ -50,6 +50,31 @@ def render_title(pipeline: Pipeline, section: Section, variables: dict[str, Any]
     return section.id.replace("_", " ").strip().capitalize()
 
 
+LENGTH_FIELDS = ("target_words", "min_words", "max_words")
+
+
+def render_lengths(
+    pipeline: Pipeline, section: Section, variables: dict[str, Any]
+) -> tuple[int | None, int | None, int | None]:
+    """(target_words, min_words, max_words) of one instance: numbers as they are, templates
+    rendered with its variables (a fan-out can give each part its own budget)."""
+    out: list[int | None] = []
+    for field in LENGTH_FIELDS:
+        value = getattr(section, field)
+        if isinstance(value, str):
+            path = _path(pipeline, section, field)
+            text = _templates(pipeline).render(path, variables).strip()
+            try:
+                value = int(float(text))
+            except ValueError:
+                value = 0
+            if value <= 0:
+                message = f"sections.{section.id}.{field}: must render a number > 0, got {text!r}"
+                raise _templates(pipeline).smap.error(path, message)
+        out.append(value)
+    return out[0], out[1], out[2]
+
+
 def document_title(pipeline: Pipeline) -> str:
     if pipeline.document.title is None:
         return pipeline.name

@@ -23,6 +23,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FOREACH = re.compile(r"^\s*(?:sections\.(?P<section>\w+)\.items|inputs\.(?P<input>\w+))\s*$")
 
 Continuation = Literal["kv", "prefix", "chat"]
+HeadingMode = Literal["demote", "strip", "keep"]
 
 
 def _as_list(value: Any) -> Any:
@@ -35,6 +36,10 @@ PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
 TopP = Annotated[float, Field(gt=0, le=1)]
 UnitFloat = Annotated[float, Field(ge=0, le=1)]
+Penalty = Annotated[float, Field(ge=-2, le=2)]
+DryBase = Annotated[float, Field(gt=1)]
+Seed = Annotated[int, Field(ge=0, lt=2**63)]
+WordCount = PositiveInt | str  # a number, or a template that renders one per instance
 StopList = Annotated[list[str], BeforeValidator(_as_list)]
 
 
@@ -52,10 +57,18 @@ class GenerationSettings(_Strict):
     top_k: NonNegativeInt = 0
     min_p: UnitFloat = 0.0
     repetition_penalty: PositiveFloat = 1.0
-    seed: int | None = None
+    frequency_penalty: Penalty = 0.0
+    presence_penalty: Penalty = 0.0
+    no_repeat_ngram_size: NonNegativeInt = 0
+    dry_multiplier: NonNegativeFloat = 0.8  # DRY on by default: long texts loop without it
+    dry_base: DryBase = 1.75
+    dry_allowed_length: PositiveInt = 2
+    dry_penalty_last_n: NonNegativeInt = 0
+    seed: Seed | None = None
     stop: StopList = Field(default_factory=list)
     min_tokens: NonNegativeInt = 0
     continuation: Continuation = "kv"
+    loop_retries: NonNegativeInt = 2  # retries after a round is cut for repeating itself
     system: str | None = None  # a Jinja template, like prompts
 
 
@@ -88,11 +101,13 @@ class Section(_Strict):
     foreach: str | None = None  # sections.<id>.items | inputs.<name>
     parse: Literal["text", "list"] = "text"
     max_items: PositiveInt | None = None  # parse: list keeps at most this many items
+    exclude: list[str] = Field(default_factory=list)  # parse: list drops items with these titles
     context: list[str] = Field(default_factory=list)  # section ids, "previous", "all"
     hidden: bool | None = None  # left out of the default document; default: parse == list
-    target_words: PositiveInt | None = None
-    min_words: PositiveInt | None = None
-    max_words: PositiveInt | None = None
+    headings: HeadingMode = "demote"  # headings in the text: demote | strip | keep
+    target_words: WordCount | None = None
+    min_words: WordCount | None = None
+    max_words: WordCount | None = None
     # generation overrides; None: inherit from `defaults:`
     max_tokens: PositiveInt | None = None
     max_rounds: PositiveInt | None = None
@@ -101,10 +116,18 @@ class Section(_Strict):
     top_k: NonNegativeInt | None = None
     min_p: UnitFloat | None = None
     repetition_penalty: PositiveFloat | None = None
-    seed: int | None = None
+    frequency_penalty: Penalty | None = None
+    presence_penalty: Penalty | None = None
+    no_repeat_ngram_size: NonNegativeInt | None = None
+    dry_multiplier: NonNegativeFloat | None = None
+    dry_base: DryBase | None = None
+    dry_allowed_length: PositiveInt | None = None
+    dry_penalty_last_n: NonNegativeInt | None = None
+    seed: Seed | None = None
     stop: StopList | None = None
     min_tokens: NonNegativeInt | None = None
     continuation: Continuation | None = None
+    loop_retries: NonNegativeInt | None = None
     system: str | None = None
 
     @field_validator("id")

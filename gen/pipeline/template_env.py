@@ -1,5 +1,5 @@
 """The Jinja2 sandbox for prompts and documents: search folders, a loader that stays inside
-them, StrictUndefined, and the `slug` / `words` filters. No pipeline knowledge here.
+them, StrictUndefined, and the `slug` / `words` / `last_words` filters. No pipeline knowledge here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
 from jinja2.environment import Environment
 from jinja2.sandbox import SandboxedEnvironment
 
-from gen.pipeline.words import count_words, slugify
+from gen.pipeline.words import count_words, last_words, slugify
 
 _REPO_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
@@ -83,4 +83,5 @@ def make_environment(dirs: Sequence[Path]) -> SandboxedEnvironment:
     )
     env.filters["slug"] = slugify
     env.filters["words"] = count_words
+    env.filters["last_words"] = last_words
     return env

@@ -17,7 +17,7 @@ from gen.pipeline.references import (
     check_references,
     fail,
 )
-from gen.pipeline.render import DEFAULT_DOCUMENT, document_path
+from gen.pipeline.render import DEFAULT_DOCUMENT, LENGTH_FIELDS, document_path
 from gen.pipeline.schema_errors import schema_error
 from gen.pipeline.spec import IDENTIFIER, Pipeline
 from gen.pipeline.template_env import make_environment, template_dirs
@@ -101,7 +101,7 @@ def _check_sections(pipeline: Pipeline, smap: SourceMap) -> None:
                   ("max_words", section.max_words)]  # fmt: skip
         for j, (low_name, low) in enumerate(bounds):
             for high_name, high in bounds[j + 1 :]:
-                if low is not None and high is not None and low > high:
+                if isinstance(low, int) and isinstance(high, int) and low > high:
                     message = f"must be >= {low_name} ({low}), got {high}"
                     raise fail(smap, (*at, high_name), message)
     document = pipeline.document
@@ -124,9 +124,9 @@ def _compile_templates(
         templates.add_inline(("defaults", "system"), pipeline.defaults.system, scope)
     for i, section in enumerate(pipeline.sections):
         scope = prompt_scope(pipeline, section)
-        for field in ("title", "system", "prompt", "template"):
+        for field in ("title", "system", "prompt", "template", *LENGTH_FIELDS):
             value = getattr(section, field)
-            if value is None:
+            if value is None or isinstance(value, int):
                 continue
             where = ("sections", i, field)
             if field == "template":

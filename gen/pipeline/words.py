@@ -47,3 +47,19 @@ def prefix_with_words(text: str, n: int) -> str:
             if count > n:
                 return text[: match.start()]
     return text
+
+
+def last_words(text: str, n: int) -> str:
+    """The end of text holding at most n words, from a sentence start where one is near."""
+    starts = [m.start() for m in _TOKEN.finditer(text) if _is_word(m.group())]
+    if len(starts) <= n:
+        return text.strip()
+    tail = text[starts[-n] :]
+    sentence = re.search(r"(?<=[.!?。！？])\s+|\n", tail)
+    if sentence is not None and sentence.end() < len(tail) // 2:
+        tail = tail[sentence.end() :]
+    return tail.strip()
+
+
+def _is_word(token: str) -> bool:
+    return bool(_CJK_CHAR.fullmatch(token)) or any(ch.isalnum() for ch in token)

@@ -69,6 +69,12 @@ class FakeStream:
             self.backend.log.append(("error", key))
             raise reply
         text, finish = reply
+        stop_reason: str | None = None
+        if self.backend.stop_on_strings:  # like the engine: the earliest stop string ends it
+            found = [(text.find(s), s) for s in self.call.params.stop if s in text]
+            if found:
+                at, stop_reason = min(found)
+                text, finish = text[:at], "stop"
         pieces = [text[i : i + chunk] for i in range(0, len(text), chunk)] or [""]
         for piece in pieces[:-1]:
             yield Delta(piece)
@@ -79,6 +85,7 @@ class FakeStream:
         yield Delta(
             pieces[-1],
             finish_reason=finish,
+            stop_reason=stop_reason,
             prompt_tokens=self.prompt_tokens,
             cached_prompt_tokens=self.cached_prompt_tokens,
             completion_tokens=len(text),
@@ -116,6 +123,7 @@ class FakeBackend:
     log: list[tuple[str, str]] = field(default_factory=list)  # (start|end|resume|error, key)
     closed: bool = False
     tails: dict[str, str] = field(default_factory=dict)  # key -> held text a close releases
+    stop_on_strings: bool = False  # end a reply at the first of the request's stop strings
     _next: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def count_text(self, text: str) -> int:

@@ -7,11 +7,12 @@ import asyncio
 import hashlib
 import json
 import time
+import traceback
 from typing import Any
 
 from gen.errors import ContextOverflowError, GenError
 from gen.pipeline.listparse import parse_list
-from gen.pipeline.render import render_document, render_title
+from gen.pipeline.render import render_document, render_lengths, render_title
 from gen.pipeline.run.budget import Fitted
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.records import SectionRecord, run_metrics
@@ -20,6 +21,22 @@ from gen.pipeline.run.section import RunContext, SectionRun
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.variables import SectionResult, foreach_items, prompt_variables
 from gen.pipeline.words import count_words, length_score
+
+
+def derive_seed(seed: int | None, key: str) -> int | None:
+    """The seed of one section or fan-out instance: the pipeline's seed and its key, so
+    instances with the same settings still sample differently (None stays None)."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def sibling_stops(items: list[Any], index: int) -> tuple[str, ...]:
+    """Stop strings for fan-out instance `index` (1-based): the other items' titles, where
+    they are long enough not to come up in ordinary prose."""
+    titles = [str(item).strip() for i, item in enumerate(items, 1) if i != index]
+    return tuple(t for t in dict.fromkeys(titles) if len(t.split()) >= 2 or len(t) >= 6)
 
 
 class SectionFailed(Exception):
@@ -142,13 +159,17 @@ class Orchestrator:
         if "previous" in section.context:  # each instance sees the one before: in order
             previous = None
             for i, item in enumerate(items, 1):
-                part = await self._instance(section, f"{section.id}-{i}", item, i, n, previous)
+                part = await self._instance(
+                    section, f"{section.id}-{i}", item, i, n, previous, sibling_stops(items, i)
+                )
                 parts.append(part)
                 previous = part.text
         else:
             outcomes = await asyncio.gather(
                 *(
-                    self._instance(section, f"{section.id}-{i}", item, i, n)
+                    self._instance(
+                        section, f"{section.id}-{i}", item, i, n, stops=sibling_stops(items, i)
+                    )
                     for i, item in enumerate(items, 1)
                 ),
                 return_exceptions=True,  # one failed instance must not orphan the others
@@ -174,8 +195,9 @@ class Orchestrator:
         index: int = 1,
         count: int = 1,
         previous: str | None = None,
+        stops: tuple[str, ...] = (),
     ) -> SectionResult:
-        rec = SectionRecord(key, section.id, key, target_words=section.target_words)
+        rec = SectionRecord(key, section.id, key)
         self.records[key] = rec
         try:
             variables = prompt_variables(
@@ -188,13 +210,25 @@ class Orchestrator:
                 previous=previous,
             )
             rec.title = render_title(self.pipeline, section, variables)
-            runner = SectionRun(self.ctx, section, rec, variables)
+            lengths = render_lengths(self.pipeline, section, variables)
+            rec.target_words = lengths[0]
+            settings = self.pipeline.settings_for(section)
+            rec.seed = derive_seed(settings.seed, key)
+            runner = SectionRun(
+                self.ctx, section, rec, variables, seed=rec.seed, stops=stops, lengths=lengths
+            )
             first = runner.first_prompt()
-            settings = self.pipeline.settings_for(section).model_dump(mode="json")
+            hashed = {
+                **settings.model_dump(mode="json"),
+                "seed": rec.seed,
+                "stops": list(stops),
+                "lengths": lengths,
+                "headings": section.headings,
+            }
             model = self.model
             if self.ctx.backend.dtype not in (None, "float32"):
                 model = f"{model} ({self.ctx.backend.dtype})"  # other weights, other text
-            rec.input_hash = input_hash(first, settings, model, rec.title)
+            rec.input_hash = input_hash(first, hashed, model, rec.title)
             if not self._reuse(rec):
                 rec.status = "running"
                 self.events.emit(
@@ -207,7 +241,7 @@ class Orchestrator:
                 )
                 await runner.run(first)
                 if section.parse == "list":
-                    rec.items = parse_list(rec.text)[: section.max_items]
+                    rec.items = parse_list(rec.text, section.exclude)[: section.max_items]
                 self.run_dir.write_section(key, rec.text)
                 rec.status = "completed"
                 self.events.emit("section_finished", **self._summary(rec))
@@ -217,7 +251,8 @@ class Orchestrator:
         except Exception as exc:  # GenError, or a backend's own: the section fails, not the run
             message = str(exc) if isinstance(exc, GenError) else f"{type(exc).__name__}: {exc}"
             rec.status, rec.error = "failed", message
-            self.events.emit("error", message=message, section=key)
+            detail = {} if isinstance(exc, GenError) else {"traceback": traceback.format_exc()}
+            self.events.emit("error", message=message, section=key, **detail)
             self._save()
             raise SectionFailed(message) from exc
         self._save()
@@ -238,6 +273,8 @@ class Orchestrator:
             saved.length_score,
             saved.truncated,
         )
+        rec.degenerate, rec.distinct_4 = saved.degenerate, saved.distinct_4
+        rec.repeated_sentences = saved.repeated_sentences
         rec.status, rec.cached = "completed", True
         self.events.emit("section_started", section=rec.key, title=rec.title, cached=True)
         self.events.emit("section_finished", **self._summary(rec))
@@ -255,6 +292,9 @@ class Orchestrator:
             "length_score": rec.length_score,
             "rounds": len(rec.rounds),
             "truncated": rec.truncated,
+            "degenerate": rec.degenerate,
+            "distinct_4": round(rec.distinct_4, 3),
+            "repeated_sentences": round(rec.repeated_sentences, 3),
             "finish_reason": rec.rounds[-1].finish_reason if rec.rounds else None,
         }
 

@@ -15,11 +15,15 @@ class RoundRecord:
     trimmed_tokens: int
     seconds: float
     strategy: str = "initial"  # initial | kv | prefix | chat | more
-    stop_reason: int | str | None = None
+    stop_reason: int | str | None = None  # also "target_words", "repetition"
+    retry: int = 0  # retries after a loop before this round
+    repetition: dict[str, str] | None = None  # what loop ended this round
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["seconds"] = round(self.seconds, 3)
+        if self.repetition is None:
+            del data["repetition"]
         return data
 
 
@@ -39,6 +43,10 @@ class SectionRecord:
     error: str | None = None
     words: int = 0
     length_score: float | None = None
+    seed: int | None = None
+    degenerate: bool = False  # it looped again after every retry; the loops were cut away
+    distinct_4: float = 1.0
+    repeated_sentences: float = 0.0  # the share of sentences that repeat an earlier one
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -51,6 +59,10 @@ class SectionRecord:
             "target_words": self.target_words,
             "length_score": None if self.length_score is None else round(self.length_score, 1),
             "truncated": self.truncated,
+            "degenerate": self.degenerate,
+            "distinct_4": round(self.distinct_4, 3),
+            "repeated_sentences": round(self.repeated_sentences, 3),
+            "seed": self.seed,
             "rounds": [r.to_json() for r in self.rounds],
             "input_hash": self.input_hash,
         }
@@ -76,6 +88,10 @@ class SectionRecord:
             input_hash=data.get("input_hash", ""),
             words=int(data.get("words", 0)),
             length_score=data.get("length_score"),
+            seed=data.get("seed"),
+            degenerate=bool(data.get("degenerate", False)),
+            distinct_4=float(data.get("distinct_4", 1.0)),
+            repeated_sentences=float(data.get("repeated_sentences", 0.0)),
         )
 
 
@@ -91,7 +107,13 @@ def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> di
         "sections_truncated": sum(r.truncated for r in records),
         "rounds_avg": round(len(rounds) / len(records), 2) if records else 0.0,
         "continuation_success_rate": (
-            round(sum(not r.truncated for r in continued) / len(continued), 3) if continued else 1.0
+            round(
+                sum(r.status == "completed" and not r.truncated for r in continued)
+                / len(continued),
+                3,
+            )
+            if continued
+            else 1.0
         ),
         "context_utilization_max": round(max(utilization, default=0.0), 3),
         "prompt_tokens": sum(rd.prompt_tokens for rd in rounds),
@@ -99,6 +121,10 @@ def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> di
         "completion_tokens": completion,
         "trimmed_tokens": sum(rd.trimmed_tokens for rd in rounds),
         "words": sum(r.words for r in records),
+        "sections_degenerate": sum(r.degenerate for r in records),
+        "distinct_4_min": round(min((r.distinct_4 for r in done), default=1.0), 3),
+        "repeated_sentences_max": round(max((r.repeated_sentences for r in done), default=0.0), 3),
+        "repetition_retries": sum(rd.stop_reason == "repetition" for rd in rounds),
         "seconds": round(seconds, 3),
         "tokens_per_second": round(completion / seconds, 2) if seconds > 0 else 0.0,
     }

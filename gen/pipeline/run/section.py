@@ -1,11 +1,13 @@
 """One section's rounds: render and fit the prompt, stream a round, continue while the
-round was cut off (kv / prefix / chat) or the text is short of its target.
+round was cut off (kv / prefix / chat) or the text is short of its target, and stop a
+round that loops, trim it back to its last sound sentence and try again.
 
 Works against the Backend protocol; the orchestrator decides what runs when.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -14,13 +16,30 @@ from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.engine.sampling_params import SamplingParams
 from gen.errors import ContextOverflowError
+from gen.pipeline.quality import measure
 from gen.pipeline.render import render_prompt, render_system
 from gen.pipeline.run.budget import Fitted, fit_prompt
-from gen.pipeline.run.continuation import CONTINUE_PROMPT, MORE_PROMPT, LengthPolicy, remove_overlap
+from gen.pipeline.run.continuation import (
+    CONTINUE_PROMPT,
+    MORE_PROMPT,
+    LengthPolicy,
+    RoundMode,
+    remove_overlap,
+)
 from gen.pipeline.run.events import EventLog
+from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.records import RoundRecord, SectionRecord
+from gen.pipeline.run.repetition import LoopDetector, Repetition
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
+
+# text is shown once its sentence is complete (a loop found later can still be cut away)
+_RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")
+# a line that may still become a heading, a list item or a sibling part's title: held whole
+_MARKER = re.compile(r"[ \t]*(?:#|\d+[.)]|[-*+•]|\*\*|__|(?:part|chapter|section)\b)", re.I)
+# what a sibling's title leaves behind when it stops the section: "\n\n## 2. " and the like
+_DANGLING = re.compile(r"\n[ \t]*(?:#{1,6}|\d+[.)]|[-*+]|\*\*|__|part\s*\d*[:.]?)?[ \t]*$", re.I)
+MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
 
 
 @dataclass(slots=True)
@@ -36,7 +55,22 @@ class RunContext:
         return self.window - self.reserve
 
 
-def sampling(settings: GenerationSettings, max_tokens: int) -> SamplingParams:
+def sampling(
+    settings: GenerationSettings,
+    max_tokens: int,
+    *,
+    seed: int | None = None,
+    stop: tuple[str, ...] = (),
+    retry: int = 0,
+) -> SamplingParams:
+    """The round's SamplingParams; a retry after a loop samples with another seed and
+    stronger anti-repetition penalties."""
+    dry = settings.dry_multiplier
+    frequency = settings.frequency_penalty
+    if retry:
+        seed = None if seed is None else seed + retry
+        dry = max(dry, 0.8) * 1.5**retry
+        frequency = max(frequency, 0.2 * retry)
     return SamplingParams(
         max_tokens=max_tokens,
         temperature=settings.temperature,
@@ -44,13 +78,20 @@ def sampling(settings: GenerationSettings, max_tokens: int) -> SamplingParams:
         top_k=settings.top_k,
         min_p=settings.min_p,
         repetition_penalty=settings.repetition_penalty,
-        seed=settings.seed,
-        stop=tuple(settings.stop),
+        frequency_penalty=frequency,
+        presence_penalty=settings.presence_penalty,
+        no_repeat_ngram_size=settings.no_repeat_ngram_size,
+        dry_multiplier=dry,
+        dry_base=settings.dry_base,
+        dry_allowed_length=settings.dry_allowed_length,
+        dry_penalty_last_n=settings.dry_penalty_last_n,
+        seed=seed,
+        stop=(*settings.stop, *stop),
         min_tokens=min(settings.min_tokens, max_tokens),
     )
 
 
-def strategy_for(settings: GenerationSettings, backend: Backend) -> str:
+def strategy_for(settings: GenerationSettings, backend: Backend) -> RoundMode:
     """The configured continuation; `kv` needs a backend that keeps state, else `chat`."""
     if settings.continuation == "kv" and not backend.supports_kv:
         return "chat"
@@ -59,22 +100,40 @@ def strategy_for(settings: GenerationSettings, backend: Backend) -> str:
 
 class SectionRun:
     def __init__(
-        self, ctx: RunContext, section: Section, record: SectionRecord, variables: dict[str, Any]
+        self,
+        ctx: RunContext,
+        section: Section,
+        record: SectionRecord,
+        variables: dict[str, Any],
+        *,
+        seed: int | None = None,
+        stops: tuple[str, ...] = (),
+        lengths: tuple[int | None, int | None, int | None] | None = None,
     ) -> None:
+        """`stops`: extra stop strings (a fan-out's sibling titles); `lengths`: the
+        instance's (target, min, max) words when the section's are templates."""
         self.ctx = ctx
         self.section = section
         self.rec = record
         self.variables = variables
         self.settings = ctx.pipeline.settings_for(section)
         self.strategy = strategy_for(self.settings, ctx.backend)
-        self.policy = LengthPolicy(section.target_words, section.min_words, section.max_words)
+        self.seed = seed
+        self.stops = stops
+        target, least, most = lengths or (None, None, None)
+        self.target = target
+        self.policy = LengthPolicy(target, least, most)
         self.system = render_system(ctx.pipeline, section, variables)
+        self.headings = HeadingFilter(section.headings, record.title)
         self.text = ""
+        self.shown = 0  # characters of self.text already sent as deltas
+        self.retries = 0
         self._round_start = 0  # where the current round's text begins in self.text
+        self._detector = LoopDetector()
 
     # -- prompt ---------------------------------------------------------------------
 
-    def build(self, variables: dict[str, Any], mode: str = "initial") -> list[Message]:
+    def build(self, variables: dict[str, Any], mode: RoundMode = "initial") -> list[Message]:
         messages: list[Message] = []
         if self.system:
             messages.append({"role": "system", "content": self.system})
@@ -89,7 +148,7 @@ class SectionRun:
             )
         return messages
 
-    def fit(self, mode: str = "initial") -> Fitted:
+    def fit(self, mode: RoundMode = "initial") -> Fitted:
         return fit_prompt(
             lambda v: self.build(v, mode),
             self.variables,
@@ -106,66 +165,103 @@ class SectionRun:
 
     async def run(self, first: Fitted) -> None:
         max_rounds = self.settings.max_rounds
-        fitted, mode = first, "initial"
+        fitted = first
+        mode: RoundMode = "initial"
         stream = await self._open(fitted, mode)
         try:
             while True:
                 started = time.monotonic()
                 final, cut = await self._consume(stream, mode)
                 self.rec.rounds.append(self._round(final, fitted, mode, started, cut))
-                if cut is not None:
+                if isinstance(cut, Repetition):
+                    await stream.close()  # what it still holds is part of the loop
+                    if self.retries >= self.settings.loop_retries:
+                        self.rec.degenerate = True
+                        break  # stop: it loops again after every retry
+                    self.retries += 1
+                    mode = "prefix" if self.strategy in ("kv", "prefix") else "chat"
+                elif cut is not None:
                     break  # stop: the length policy ended the section at a boundary
-                finish = final.finish_reason if final else "stop"
-                if finish == "length":
-                    if len(self.rec.rounds) >= max_rounds:
-                        # stop: rounds used up; a section past its target is complete
-                        self.rec.truncated = self.policy.target is None or self.policy.short(
-                            self.text
-                        )
-                        break
-                    mode = self.strategy  # go on (past the target: to a paragraph end)
-                elif finish == "stop" and self.policy.short(self.text):
-                    if len(self.rec.rounds) >= max_rounds:
-                        break
-                    mode = "more"
                 else:
-                    break  # stop: the model finished (or a remote filter ended it)
-                if mode == "kv":
-                    assert final is not None
-                    room = self.ctx.window - (final.prompt_tokens + final.completion_tokens)
-                    if room < 1:
-                        self.rec.truncated = True
-                        break  # stop: the context window cannot hold another round
-                    fitted = Fitted([], final.prompt_tokens + final.completion_tokens, 0)
-                    await stream.resume(min(self.settings.max_tokens, room))
-                    continue
-                self._append(await stream.close())
+                    finish = final.finish_reason if final else "stop"
+                    if final is not None and final.stop_reason in self.stops:
+                        break  # stop: it began a sibling part's title
+                    if finish == "length":
+                        if len(self.rec.rounds) >= max_rounds:
+                            # stop: rounds used up; a section past its target is complete
+                            self.rec.truncated = self.policy.target is None or self.policy.short(
+                                self.text
+                            )
+                            break
+                        mode = self.strategy  # go on (past the target: to a boundary)
+                    elif finish == "stop" and self.policy.short(self.text):
+                        mode = "more"
+                    else:
+                        break  # stop: the model finished (or a remote filter ended it)
+                    if mode == "kv":
+                        if final is None:
+                            raise RuntimeError("a kv round ended without usage")
+                        used = final.prompt_tokens + final.completion_tokens
+                        room = self.ctx.window - used
+                        if room < 1:
+                            self.rec.truncated = True
+                            break  # stop: the context window cannot hold another round
+                        fitted = Fitted([], used, 0)
+                        await stream.resume(min(self.settings.max_tokens, room))
+                        continue
+                    self._append(await stream.close())
+                if len(self.rec.rounds) >= max_rounds + self.retries:
+                    break  # stop: rounds used up (after a finished or a trimmed round)
+                cut_off = self.rec.rounds[-1].finish_reason == "length"
                 try:
                     fitted = self.fit(mode)
                 except ContextOverflowError:  # the text so far no longer fits the budget
-                    self.rec.truncated = finish == "length"
+                    self.rec.truncated = cut_off
                     break  # stop: the context budget cannot hold another round
                 if self.ctx.window - fitted.prompt_tokens < 1:
-                    self.rec.truncated = finish == "length"
+                    self.rec.truncated = cut_off
                     break  # stop: the context budget cannot hold another round
                 if mode == "more" and self.text and not self.text.endswith("\n"):
                     self._append("\n\n")
                 stream = await self._open(fitted, mode)
         finally:
             tail = await stream.close()
-            cut_off = bool(self.rec.rounds) and self.rec.rounds[-1].finish_reason == "length"
-            if cut_off:
+            last = self.rec.rounds[-1] if self.rec.rounds else None
+            if last is not None and last.stop_reason in ("target_words", "repetition"):
+                tail = ""  # text the engine held back lies past where the section was cut
+            if last is not None and last.finish_reason == "length":
                 tail = tail.rstrip(REPLACEMENT)  # half a character at the cut is not text
-            self._append(tail)
+            self.text += self.headings.feed(tail) + self.headings.flush()
+            self._finish_text()
         self.rec.text = self.text
         self.rec.words = count_words(self.text)
-        self.rec.target_words = self.section.target_words
-        if self.section.target_words:
-            self.rec.length_score = length_score(self.section.target_words, max(self.rec.words, 1))
+        self.rec.target_words = self.target
+        if self.target:
+            self.rec.length_score = length_score(self.target, max(self.rec.words, 1))
+        quality = measure(self.text)
+        self.rec.distinct_4 = quality.distinct_4
+        self.rec.repeated_sentences = quality.repeated_share
 
-    async def _open(self, fitted: Fitted, mode: str) -> Stream:
+    def _finish_text(self) -> None:
+        """The end of the section: a dangling marker left by a stop is dropped, and
+        everything still held back is shown."""
+        rounds = self.rec.rounds
+        if rounds and rounds[-1].stop_reason in self.stops:
+            match = _DANGLING.search(self.text)
+            if match is not None:
+                self.text = self.text[: max(match.start(), self.shown)]
+        self.text = self.text[: max(self.shown, len(self.text.rstrip()))]
+        self._release(final=True)
+
+    async def _open(self, fitted: Fitted, mode: RoundMode) -> Stream:
         room = self.ctx.window - fitted.prompt_tokens
-        params = sampling(self.settings, max(1, min(self.settings.max_tokens, room)))
+        params = sampling(
+            self.settings,
+            max(1, min(self.settings.max_tokens, room)),
+            seed=self.seed,
+            stop=self.stops,
+            retry=self.retries,
+        )
         return await self.ctx.backend.chat(
             fitted.messages,
             params,
@@ -173,10 +269,14 @@ class SectionRun:
             continue_final=mode == "prefix",
         )
 
-    async def _consume(self, stream: Stream, mode: str) -> tuple[Delta | None, str | None]:
-        """Stream one round into the text; returns its final delta and why it was cut."""
+    async def _consume(
+        self, stream: Stream, mode: RoundMode
+    ) -> tuple[Delta | None, str | Repetition | None]:
+        """Stream one round into the text; returns its final delta and why it was cut
+        ("words", or the Repetition found)."""
         round_no = len(self.rec.rounds) + 1
         self._round_start = len(self.text)
+        self._detector = LoopDetector(self.text)
         dedupe = mode in ("chat", "more")
         base = self.text
         pending = ""  # chat rounds: text held until it can no longer be a repeat of `base`
@@ -188,22 +288,68 @@ class SectionRun:
                 if pending.lstrip() and pending.lstrip() in base and d.finish_reason is None:
                     continue  # still possibly repeating what was written: wait
                 piece, pending, dedupe = remove_overlap(base, pending), "", False
-            if piece:
-                keep = self.policy.cut(self.text, piece)
-                if keep is not None:
-                    self._append(keep[len(self.text) :], round_no)
-                    return d if d.finish_reason else None, "words"
-                self._append(piece, round_no)
             if d.finish_reason is not None:
                 final = d
+            cut = self._take(piece, round_no)
+            if cut is not None:
+                return (d if d.finish_reason else None), cut
         if pending:
-            self._append(remove_overlap(base, pending), round_no)
+            cut = self._take(remove_overlap(base, pending), round_no)
+            if cut is not None:
+                return final, cut
+        self.text += self.headings.flush()  # the round's end: its text is all there
+        self._release(round_end=True, round_no=round_no)
         return final, None
 
-    def _append(self, piece: str, round_no: int | None = None) -> None:
+    def _take(self, piece: str, round_no: int) -> str | Repetition | None:
+        """Add a piece of the round's text; a loop or the length policy may end the round."""
+        piece = self.headings.feed(piece)
         if not piece:
-            return
+            return None
         self.text += piece
+        found = self._detector.feed(piece)
+        if found is not None:
+            self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
+            self._release(final=True, round_no=round_no)
+            return found
+        end = self.policy.end(self.text, self.shown)
+        if end is not None:
+            self.text = self.text[:end]
+            self._release(final=True, round_no=round_no)
+            return "words"
+        self._release(round_no=round_no)
+        return None
+
+    def _append(self, piece: str, round_no: int | None = None) -> None:
+        """Text that is final as it is (a seam, a held-back tail)."""
+        if piece:
+            self.text += piece
+        self._release(final=True, round_no=round_no)
+
+    def _release(
+        self, final: bool = False, round_no: int | None = None, round_end: bool = False
+    ) -> None:
+        """Send as a delta the text that can no longer be cut away: everything when
+        `final`; at a round's end all but a last line that may be a sibling's marker; else
+        up to the last complete sentence outside a line that may still become one."""
+        end = len(self.text)
+        if round_end:
+            line = self.text.rfind("\n") + 1
+            if line and _MARKER.match(self.text, line):
+                end = line
+        elif not final:
+            end = self.shown
+            for match in _RELEASE.finditer(self.text, self.shown):
+                end = match.end()
+            line = self.text.rfind("\n", 0, end) + 1
+            if end < len(self.text) and line < end and _MARKER.match(self.text, line):
+                end = max(self.shown, line)  # that line may still become a marker
+            if len(self.text) - end > MAX_HELD:
+                end = len(self.text)
+        end = len(self.text[:end].rstrip())  # whitespace goes out with what follows it
+        if end <= self.shown:
+            return
+        piece, self.shown = self.text[self.shown : end], end
         self.ctx.events.emit(
             "delta",
             section=self.rec.key,
@@ -212,7 +358,12 @@ class SectionRun:
         )
 
     def _round(
-        self, final: Delta | None, fitted: Fitted, mode: str, started: float, cut: str | None
+        self,
+        final: Delta | None,
+        fitted: Fitted,
+        mode: RoundMode,
+        started: float,
+        cut: str | Repetition | None,
     ) -> RoundRecord:
         seconds = time.monotonic() - started
         if final is not None and cut is None:
@@ -225,6 +376,7 @@ class SectionRun:
                 seconds=seconds,
                 strategy=mode,
                 stop_reason=final.stop_reason,
+                retry=self.retries,
             )
         else:  # ended by the length policy before the backend reported usage
             record = RoundRecord(
@@ -236,8 +388,11 @@ class SectionRun:
                 trimmed_tokens=fitted.trimmed_tokens,
                 seconds=seconds,
                 strategy=mode,
-                stop_reason="target_words" if cut else None,
+                retry=self.retries,
+                stop_reason="repetition" if isinstance(cut, Repetition) else cut and "target_words",
             )
+            if isinstance(cut, Repetition):
+                record.repetition = {"kind": cut.kind, "detail": cut.detail}
         self.ctx.events.emit(
             "round_finished",
             section=self.rec.key,
@@ -250,5 +405,7 @@ class SectionRun:
             completion_tokens=record.completion_tokens,
             trimmed_tokens=record.trimmed_tokens,
             words=count_words(self.text),
+            retry=self.retries,
+            repetition=record.repetition,
         )
         return record

@@ -1,0 +1,168 @@
+"""Anti-repetition penalties over one request's ids: frequency/presence and the no-repeat
+n-gram ban over its generated ids, DRY over its prompt and generated ids (as llama.cpp's:
+a continuation that re-sends earlier text must not loop back into it), kept up to date
+token by token (no rescan of the history).
+
+It knows token ids only; which ids break a DRY match comes from `SequenceBreakers`, the
+one place that decodes the vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Set as AbstractSet
+from collections.abc import Sized
+
+import torch
+
+from gen.engine.detokenizer import Tokenizer
+from gen.engine.sampling_params import SamplingParams
+
+# llama.cpp caps DRY's exponent so that base ** exponent stays within float32
+FLOAT_MAX_LOG = 88.7228391
+
+
+class SequenceBreakers:
+    """The vocab ids DRY treats as sequence breakers, per tuple of breaker strings: those
+    whose decoded text contains any of them. The vocabulary is decoded once, on the first
+    request that uses DRY, and each tuple's id set is kept."""
+
+    def __init__(self, tokenizer: Tokenizer, vocab: int) -> None:
+        self.tokenizer = tokenizer
+        self.vocab = vocab
+        self._texts: list[str] | None = None
+        self._ids: dict[tuple[str, ...], frozenset[int]] = {}
+
+    def ids(self, breakers: tuple[str, ...]) -> frozenset[int]:
+        found = self._ids.get(breakers)
+        if found is None:
+            texts = self._decoded()
+            found = frozenset(i for i, t in enumerate(texts) if any(b in t for b in breakers))
+            self._ids[breakers] = found
+        return found
+
+    def _decoded(self) -> list[str]:
+        if self._texts is None:
+            n = self.vocab
+            if isinstance(self.tokenizer, Sized):  # the model's vocab may be padded past it
+                n = min(n, len(self.tokenizer))
+            decode = self.tokenizer.decode
+            self._texts = [decode([i], skip_special_tokens=False) for i in range(n)]
+        return self._texts
+
+
+class PenaltyState:
+    """One request's generated ids, indexed for its penalties: `push` each generated id,
+    `apply` to the logits before each draw.
+
+    Per token: frequency/presence and the n-gram ban cost O(1) to update; `apply` costs
+    O(vocab) for frequency/presence (one subtraction of a kept (vocab,) bias). DRY keeps,
+    for the last id y, the length of the match ending at each earlier position of y (the
+    "active" matches); a new id y' extends the matches that end just before its earlier
+    positions. That update is O(earlier occurrences of y'), which grows with the text for
+    common ids; `dry_penalty_last_n` caps it at the window (older positions are dropped).
+    """
+
+    def __init__(
+        self, params: SamplingParams, vocab: int, breakers: AbstractSet[int] = frozenset()
+    ) -> None:
+        self.params = params
+        self.vocab = vocab
+        self.breakers = breakers
+        self.ids: list[int] = []  # the prompt's ids DRY looks at, then the generated ones
+        self.context = 0  # how many of `ids` came from the prompt
+        # frequency / presence: counts, and the amount each id loses, (vocab,)
+        self.counts: dict[int, int] = {}
+        self.bias: torch.Tensor | None = None
+        if params.frequency_penalty or params.presence_penalty:
+            self.bias = torch.zeros(vocab)
+        # no-repeat n-gram: each (n-1)-gram generated -> the ids that followed it
+        self.ngrams: dict[tuple[int, ...], set[int]] = {}
+        # DRY: earlier positions of each id (within the window), and the active matches:
+        # position i -> length of the longest run ending at i that equals the run ending
+        # at the last id (i holds the last id; the run holds no breaker)
+        self.positions: dict[int, deque[int]] = {}
+        self.matches: dict[int, int] = {}
+        self.max_exponent = int(FLOAT_MAX_LOG / math.log(params.dry_base))
+
+    def push_context(self, tokens: list[int]) -> None:
+        """Take the prompt's ids, before any generated one: only DRY looks at them."""
+        if self.params.dry_multiplier:
+            for token in tokens:
+                self.ids.append(token)
+                self._push_dry(token)
+        self.context = len(self.ids)
+
+    def push(self, token: int) -> None:
+        """Take one generated id."""
+        p = self.params
+        if self.bias is not None and 0 <= token < self.vocab:
+            count = self.counts[token] = self.counts.get(token, 0) + 1
+            self.bias[token] = p.frequency_penalty * count + p.presence_penalty
+        k = p.no_repeat_ngram_size - 1
+        if k > 0 and len(self.ids) - self.context >= k:
+            self.ngrams.setdefault(tuple(self.ids[-k:]), set()).add(token)
+        self.ids.append(token)
+        if p.dry_multiplier:
+            self._push_dry(token)
+
+    def _push_dry(self, token: int) -> None:
+        if token in self.breakers:
+            self.matches = {}  # no match spans a breaker
+            return
+        pos = len(self.ids) - 1
+        start = self._window_start()
+        earlier = self.positions.setdefault(token, deque())
+        while earlier and earlier[0] < start:
+            earlier.popleft()
+        # a match ending at i extends the one that ended at i - 1, cut at the window
+        old = self.matches
+        self.matches = {i: min(old.get(i - 1, 0) + 1, i - start + 1) for i in earlier}
+        earlier.append(pos)
+
+    def _window_start(self) -> int:
+        last_n = self.params.dry_penalty_last_n
+        return max(0, len(self.ids) - last_n) if last_n else 0
+
+    def dry_lengths(self) -> dict[int, int]:
+        """Each id that would extend a repeat of at least dry_allowed_length generated ids,
+        with the longest such repeat. Breaker ids are never penalised (as in llama.cpp)."""
+        allowed = self.params.dry_allowed_length
+        out: dict[int, int] = {}
+        for i, length in self.matches.items():
+            if length >= allowed:
+                t = self.ids[i + 1]  # what followed the earlier run
+                if t not in self.breakers and length > out.get(t, 0):
+                    out[t] = length
+        return out
+
+    def dry_penalties(self) -> dict[int, float]:
+        """The amount each id loses to DRY: multiplier * base ** (L - allowed_length)."""
+        p = self.params
+        return {
+            t: p.dry_multiplier * p.dry_base ** min(n - p.dry_allowed_length, self.max_exponent)
+            for t, n in self.dry_lengths().items()
+        }
+
+    def banned_ids(self) -> AbstractSet[int]:
+        """Ids that would complete an n-gram already generated (no_repeat_ngram_size)."""
+        k = self.params.no_repeat_ngram_size - 1
+        if k <= 0 or len(self.ids) - self.context < k:
+            return frozenset()
+        return self.ngrams.get(tuple(self.ids[-k:]), frozenset())
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        """A (vocab,) float32 row with frequency/presence, then DRY, then the n-gram ban
+        applied; a new tensor."""
+        logits = logits.clone()
+        if self.bias is not None:
+            logits -= self.bias
+        if self.params.dry_multiplier:
+            amounts = self.dry_penalties()
+            if amounts:
+                logits[list(amounts)] -= torch.tensor(list(amounts.values()))
+        banned = self.banned_ids()
+        if banned:
+            logits[list(banned)] = float("-inf")
+        return logits

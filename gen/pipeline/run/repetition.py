@@ -1,0 +1,192 @@
+"""A streaming loop detector for a section's text as its deltas arrive: it reports where a
+loop (repeated span, repeated sentence, collapsed vocabulary) begins; trimming is the caller's."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Literal
+
+from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
+
+Kind = Literal["span", "sentence", "collapse"]
+DETAIL_CHARS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Repetition:
+    kind: Kind
+    start: int  # where the repeated material begins, in base + fed text
+    keep: int  # the end of the last sound sentence at or before start (>= len(base))
+    detail: str
+
+
+class LoopDetector:
+    """Feed it every delta; it returns the first loop it finds, once.
+
+    - "span": a stretch of tokens with period p, back to back: p < min_span_tokens covering
+      >= short_loop_tokens tokens ("very very very ..."), p < long_span_tokens three times,
+      longer p twice; only in prose (not code or tables), periods up to window_tokens / 2.
+      start: the second copy.
+    - "sentence": a prose sentence of >= min_sentence_tokens tokens (min_sentence_cjk when
+      mostly CJK) equal, once normalised, to an earlier one of base + text. start: its start.
+    - "collapse": distinct 4-grams < collapse_distinct over the last collapse_tokens fed
+      tokens. start: the first 4-gram in that window that repeats one before it.
+
+    base (earlier rounds) is read for its sentences and its tail, but nothing that ends inside
+    it is reported, and start and keep are never before its end. Each feed costs its piece
+    plus O(window_tokens) per completed token.
+    """
+
+    def __init__(
+        self,
+        base: str = "",
+        *,
+        min_span_tokens: int = 8,
+        long_span_tokens: int = 20,
+        short_loop_tokens: int = 24,
+        window_tokens: int = 200,
+        min_sentence_tokens: int = 6,
+        min_sentence_cjk: int = 8,
+        collapse_tokens: int = 150,
+        collapse_distinct: float = 0.5,
+    ) -> None:
+        if not 1 <= min_span_tokens <= long_span_tokens:
+            raise ValueError(
+                f"need 1 <= min_span_tokens <= long_span_tokens, got {min_span_tokens}, "
+                f"{long_span_tokens}"
+            )
+        if window_tokens < max(3 * long_span_tokens, short_loop_tokens):
+            raise ValueError(
+                "window_tokens must be >= 3 * long_span_tokens and >= short_loop_tokens, "
+                f"got {window_tokens}"
+            )
+        if collapse_tokens < 8:
+            raise ValueError(f"collapse_tokens must be >= 8, got {collapse_tokens}")
+        if not 0 < collapse_distinct <= 1:
+            raise ValueError(f"collapse_distinct must be in (0, 1], got {collapse_distinct}")
+        self._min_span, self._long_span = min_span_tokens, long_span_tokens
+        self._short_loop = short_loop_tokens
+        self._sentence = (min_sentence_tokens, min_sentence_cjk)
+        self._collapse_tokens, self._collapse_distinct = collapse_tokens, collapse_distinct
+        self._base_len = len(base)
+        self._pieces = [base]
+        self._scanner = Scanner()
+        self._found = False
+        # span: the recent prose tokens, and per period p how many tokens in a row equal
+        # the one p before them
+        self._window: deque[Token] = deque(maxlen=window_tokens)
+        self._runs = [0] * (window_tokens // 2 + 1)
+        # sentence: every earlier sentence; where fed units end (places to trim back to)
+        self._seen: set[str] = set()
+        self._ends = [self._base_len]
+        # collapse: the last collapse_tokens fed tokens and their 4-grams
+        self._recent: deque[Token] = deque()
+        self._grams: deque[tuple[str, ...]] = deque()
+        self._gram_counts: Counter[tuple[str, ...]] = Counter()
+        for event in self._scanner.feed(base):
+            self._event(event)
+
+    @property
+    def text(self) -> str:
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0]
+
+    def feed(self, piece: str) -> Repetition | None:
+        self._pieces.append(piece)
+        if self._found:
+            return None
+        for event in self._scanner.feed(piece):
+            found = self._event(event)
+            if found is not None:
+                self._found = True
+                return found
+        return None
+
+    def _event(self, event: Token | Unit) -> Repetition | None:
+        fed = event.end > self._base_len
+        if isinstance(event, Unit):
+            if fed:
+                self._ends.append(event.end)
+            return self._sentence_repeat(event, fed)
+        found = None
+        if event.region == "text":
+            found = self._span(event, fed)
+        elif self._window:  # spans are looked for within one stretch of prose
+            self._window.clear()
+            self._runs = [0] * len(self._runs)
+        if found is None and fed:
+            found = self._collapse(event)
+        return found
+
+    def _span(self, token: Token, fed: bool) -> Repetition | None:
+        window, runs = self._window, self._runs
+        window.append(token)
+        n = len(window)
+        for p in range(1, min(len(runs), n)):
+            runs[p] = runs[p] + 1 if window[n - 1 - p].norm == token.norm else 0
+            if fed and p + runs[p] >= self._needed(p):
+                first = window[max(0, n - runs[p])]
+                copy = self.text[window[max(0, n - runs[p] - p)].start : first.start]
+                detail = f"{p}-token span repeated back to back: {_clip(copy)}"
+                return self._report("span", first.start, detail)
+        return None
+
+    def _needed(self, period: int) -> int:
+        """How many tokens a stretch with this period must cover to be a loop."""
+        if period < self._min_span:
+            return self._short_loop
+        return 3 * period if period < self._long_span else 2 * period
+
+    def _sentence_repeat(self, unit: Unit, fed: bool) -> Repetition | None:
+        if not is_sentence(unit, *self._sentence):
+            return None
+        key = sentence_key(unit)
+        if fed and key in self._seen:
+            return self._report(
+                "sentence",
+                unit.start,
+                f"repeats an earlier sentence: {_clip(self.text[unit.start : unit.end])}",
+            )
+        self._seen.add(key)
+        return None
+
+    def _collapse(self, token: Token) -> Repetition | None:
+        recent, grams, counts = self._recent, self._grams, self._gram_counts
+        if len(recent) == self._collapse_tokens:
+            recent.popleft()
+            oldest = grams.popleft()  # the 4-gram that began at the token just dropped
+            counts[oldest] -= 1
+            if not counts[oldest]:
+                del counts[oldest]
+        recent.append(token)
+        if len(recent) >= 4:
+            gram = tuple(recent[i].norm for i in range(len(recent) - 4, len(recent)))
+            grams.append(gram)
+            counts[gram] += 1
+        if len(recent) < self._collapse_tokens:
+            return None
+        share = len(counts) / len(grams)
+        if share >= self._collapse_distinct:
+            return None
+        seen: set[tuple[str, ...]] = set()
+        first = recent[0]
+        for i, gram in enumerate(grams):
+            if gram in seen:
+                first = recent[i]
+                break
+            seen.add(gram)
+        detail = f"distinct 4-grams {share:.2f} over the last {len(recent)} tokens"
+        return self._report("collapse", first.start, detail)
+
+    def _report(self, kind: Kind, start: int, detail: str) -> Repetition:
+        start = max(start, self._base_len)
+        keep = self._ends[bisect_right(self._ends, start) - 1]
+        return Repetition(kind, start, keep, detail)
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"

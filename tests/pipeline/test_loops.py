@@ -1,0 +1,116 @@
+"""A round that loops: it is stopped, trimmed back to its last sound sentence, and tried
+again from there with another seed and stronger penalties; a section that keeps looping
+is marked degenerate. Scripted backend; the deltas always add up to the section's text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .fake_backend import FakeBackend, Reply, pipeline_from, read_events, run
+from .test_continuation import one_section
+
+LOOP_EN = "The signal box stood beside the line for many years. " * 4
+LOOP_ZH = "信号楼在铁路旁边矗立了很多年。" * 4
+SOUND_EN = "Railway signalling began with flags and lamps. "
+SOUND_ZH = "铁路信号最早使用旗子和灯。"
+
+
+def deltas_of(run_dir: Path) -> str:
+    events = read_events(run_dir / "events.jsonl")
+    return "".join(e["text"] for e in events if e["type"] == "delta")
+
+
+def run_section(
+    tmp_path: Path, replies: list[Reply], strategy: str = "kv", **extra: Any
+) -> tuple[dict[str, Any], str, FakeBackend, Path]:
+    backend = FakeBackend({"s": replies}, chunk=3)
+    yaml = one_section(strategy, max_tokens=50, max_rounds=4, **extra)
+    yaml = yaml.replace("defaults: {", "defaults: {temperature: 0.7, seed: 3, ")
+    manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
+    text = (prepared.run_dir.sections_dir / "s.md").read_text("utf-8")
+    return manifest, text, backend, prepared.run_dir.path
+
+
+@pytest.mark.parametrize(("sound", "loop"), [(SOUND_EN, LOOP_EN), (SOUND_ZH, LOOP_ZH)])
+def test_a_loop_is_cut_and_retried_from_the_trimmed_text(
+    tmp_path: Path, sound: str, loop: str
+) -> None:
+    ending = " 😀 The end." if sound == SOUND_EN else "完。😀"
+    replies: list[Reply] = [(sound + loop, "length"), (ending, "stop")]
+    manifest, text, backend, run_dir = run_section(tmp_path, replies)
+    first_copy = loop[: len(loop) // 4]
+    kept = (sound + first_copy).rstrip()
+    assert text == kept + ending
+    assert deltas_of(run_dir) == text  # nothing shown twice, nothing lost
+    first, retry = backend.calls
+    # the retry continues the trimmed text as an open assistant message
+    assert retry.continue_final is True
+    assert retry.messages[-1] == {"role": "assistant", "content": kept}
+    assert retry.params.seed != first.params.seed
+    assert retry.params.dry_multiplier > first.params.dry_multiplier
+    assert retry.params.frequency_penalty > first.params.frequency_penalty
+    sec = manifest["sections"][0]
+    rounds = sec["rounds"]
+    assert [(r["finish_reason"], r["stop_reason"]) for r in rounds] == [
+        ("stop", "repetition"),
+        ("stop", None),
+    ]
+    assert rounds[0]["repetition"]["kind"] in ("sentence", "span")
+    assert [r["retry"] for r in rounds] == [0, 1]
+    assert sec["degenerate"] is False
+    assert sec["repeated_sentences"] == 0.0
+    assert manifest["metrics"]["repetition_retries"] == 1
+
+
+def test_a_section_that_keeps_looping_is_degenerate(tmp_path: Path) -> None:
+    replies: list[Reply] = [(SOUND_EN + LOOP_EN, "length")] + [(" " + LOOP_EN, "length")] * 2
+    manifest, text, backend, run_dir = run_section(tmp_path, replies, loop_retries=2)
+    assert len(backend.calls) == 3  # the first try and two retries
+    sec = manifest["sections"][0]
+    assert sec["degenerate"] is True and sec["status"] == "completed"
+    assert manifest["metrics"]["sections_degenerate"] == 1
+    assert text.count("The signal box stood beside the line") == 1  # every loop cut away
+    assert deltas_of(run_dir) == text
+
+
+def test_a_more_round_that_restarts_the_section_is_cut(tmp_path: Path) -> None:
+    opening = "Tea is grown in the hills of many countries today. It is picked by hand."
+    replies: list[Reply] = [
+        (opening, "stop"),  # short of the target: a `more` round follows
+        (opening + " More text follows here now.", "stop"),  # it starts over
+        ("Withering and rolling come next in the process.", "stop"),
+    ]
+    manifest, text, _, run_dir = run_section(tmp_path, replies, target_words=20)
+    assert text.count("Tea is grown in the hills") == 1
+    assert "Withering and rolling" in text
+    assert deltas_of(run_dir) == text
+    assert manifest["sections"][0]["rounds"][1]["stop_reason"] == "repetition"
+
+
+def test_a_fan_out_part_stops_at_a_sibling_title(tmp_path: Path) -> None:
+    yaml = """
+name: sib
+defaults: {max_tokens: 50, max_rounds: 2}
+inputs:
+  topics: [Early signal boxes, Electric interlocking]
+sections:
+  - id: part
+    foreach: inputs.topics
+    prompt: "[{{ 'a' if loop_index == 1 else 'b' }}] Write about {{ item }}."
+"""
+    backend = FakeBackend(
+        {
+            "a": [("Levers moved the points.\n\n2. Electric interlocking came later.", "stop")],
+            "b": [("Relays replaced levers.", "stop")],
+        },
+        stop_on_strings=True,
+    )
+    _, prepared = run(pipeline_from(yaml), backend, tmp_path)
+    first = backend.calls_for("a")[0]
+    assert "Electric interlocking" in first.params.stop
+    assert "Early signal boxes" not in first.params.stop
+    text = (prepared.run_dir.sections_dir / "part-1.md").read_text("utf-8")
+    assert text == "Levers moved the points."

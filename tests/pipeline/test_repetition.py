@@ -351,3 +351,24 @@ def test_long_texts_return() -> None:
 def test_invalid_settings(settings: dict[str, int | float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         LoopDetector(**settings)  # type: ignore[arg-type]
+
+
+def test_refrain_of_sentences_opening_alike() -> None:
+    text = (
+        "Signals guide trains. The universe is infinite. The universe is time. "
+        "The universe is matter and light. The universe is nothing at all. "
+        "The universe is everywhere around us. More text."
+    )
+    d = LoopDetector()
+    found = next(f for f in (d.feed(text[i : i + 3]) for i in range(0, len(text), 3)) if f)
+    assert found.kind == "refrain"
+    assert text[: found.keep] == "Signals guide trains. The universe is infinite."
+
+
+def test_a_few_sentences_opening_alike_pass() -> None:
+    text = (
+        "The line opened in 1830. The line ran to Manchester. Trains were slow. "
+        "The line carried cotton. Engines improved. The line was doubled in 1840. 😀"
+    )
+    d = LoopDetector()
+    assert all(d.feed(text[i : i + 5]) is None for i in range(0, len(text), 5))

@@ -10,8 +10,10 @@ from typing import Literal
 
 from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
 
-Kind = Literal["span", "sentence", "collapse"]
+Kind = Literal["span", "sentence", "refrain", "collapse"]
 DETAIL_CHARS = 60
+# refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same words
+REFRAIN_LEAD, REFRAIN_SAME, REFRAIN_WINDOW = 2, 5, 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,8 @@ class LoopDetector:
       start: the second copy.
     - "sentence": a prose sentence of >= min_sentence_tokens tokens (min_sentence_cjk when
       mostly CJK) equal, once normalised, to an earlier one of base + text. start: its start.
+    - "refrain": 5 of the last 6 sentences (or lines) open with the same two tokens, two of
+      them after base. start: the second of them.
     - "collapse": distinct 4-grams < collapse_distinct over the last collapse_tokens fed
       tokens. start: the first 4-gram in that window that repeats one before it.
 
@@ -80,6 +84,7 @@ class LoopDetector:
         self._runs = [0] * (window_tokens // 2 + 1)
         # sentence: every earlier sentence; where fed units end (places to trim back to)
         self._seen: set[str] = set()
+        self._leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._ends = [self._base_len]
         # collapse: the last collapse_tokens fed tokens and their 4-grams
         self._recent: deque[Token] = deque()
@@ -141,8 +146,9 @@ class LoopDetector:
         return 3 * period if period < self._long_span else 2 * period
 
     def _sentence_repeat(self, unit: Unit, fed: bool) -> Repetition | None:
-        if not is_sentence(unit, *self._sentence):
-            return None
+        found = self._refrain(unit, fed)
+        if found is not None or not is_sentence(unit, *self._sentence):
+            return found
         key = sentence_key(unit)
         if fed and key in self._seen:
             return self._report(
@@ -152,6 +158,21 @@ class LoopDetector:
             )
         self._seen.add(key)
         return None
+
+    def _refrain(self, unit: Unit, fed: bool) -> Repetition | None:
+        """Sentence after sentence opening with the same words ("The universe is ...", "The
+        future of ... is the future of ..."): a loop that varies only its ends."""
+        if unit.kind != "text" or len(unit.tokens) < 3:
+            return None
+        leads = self._leads
+        leads.append((unit.tokens[:REFRAIN_LEAD], unit.start))
+        lead = unit.tokens[:REFRAIN_LEAD]
+        same = [start for opening, start in leads if opening == lead]
+        # two of them after base: a retry from a trimmed refrain gets its own chance
+        if not fed or len(same) < REFRAIN_SAME or same[-2] < self._base_len:
+            return None
+        detail = f"{len(same)} of the last {len(leads)} sentences open with: {' '.join(lead)}"
+        return self._report("refrain", max(same[1], self._base_len), detail)
 
     def _collapse(self, token: Token) -> Repetition | None:
         recent, grams, counts = self._recent, self._grams, self._gram_counts

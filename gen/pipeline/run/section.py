@@ -39,6 +39,7 @@ _RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")
 _MARKER = re.compile(r"[ \t]*(?:#|\d+[.)]|[-*+•]|\*\*|__|(?:part|chapter|section)\b)", re.I)
 # what a sibling's title leaves behind when it stops the section: "\n\n## 2. " and the like
 _DANGLING = re.compile(r"\n[ \t]*(?:#{1,6}|\d+[.)]|[-*+]|\*\*|__|part\s*\d*[:.]?)?[ \t]*$", re.I)
+HELD_SENTENCES = 3  # the last sentences are held back: a loop found in them is cut unseen
 MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
 
 
@@ -63,14 +64,12 @@ def sampling(
     stop: tuple[str, ...] = (),
     retry: int = 0,
 ) -> SamplingParams:
-    """The round's SamplingParams; a retry after a loop samples with another seed and
-    stronger anti-repetition penalties."""
+    """The round's SamplingParams; a retry after a loop samples with another seed and a
+    stronger DRY penalty."""
     dry = settings.dry_multiplier
-    frequency = settings.frequency_penalty
-    if retry:
+    if retry:  # (a frequency penalty would soon ban "." and "the" from a long text)
         seed = None if seed is None else seed + retry
         dry = max(dry, 0.8) * 1.5**retry
-        frequency = max(frequency, 0.2 * retry)
     return SamplingParams(
         max_tokens=max_tokens,
         temperature=settings.temperature,
@@ -78,7 +77,7 @@ def sampling(
         top_k=settings.top_k,
         min_p=settings.min_p,
         repetition_penalty=settings.repetition_penalty,
-        frequency_penalty=frequency,
+        frequency_penalty=settings.frequency_penalty,
         presence_penalty=settings.presence_penalty,
         no_repeat_ngram_size=settings.no_repeat_ngram_size,
         dry_multiplier=dry,
@@ -331,16 +330,16 @@ class SectionRun:
     ) -> None:
         """Send as a delta the text that can no longer be cut away: everything when
         `final`; at a round's end all but a last line that may be a sibling's marker; else
-        up to the last complete sentence outside a line that may still become one."""
+        all but the last HELD_SENTENCES sentences, and not into a line that may still become
+        a heading or a marker."""
         end = len(self.text)
         if round_end:
             line = self.text.rfind("\n") + 1
             if line and _MARKER.match(self.text, line):
                 end = line
         elif not final:
-            end = self.shown
-            for match in _RELEASE.finditer(self.text, self.shown):
-                end = match.end()
+            ends = [m.end() for m in _RELEASE.finditer(self.text, self.shown)]
+            end = ends[-HELD_SENTENCES - 1] if len(ends) > HELD_SENTENCES else self.shown
             line = self.text.rfind("\n", 0, end) + 1
             if end < len(self.text) and line < end and _MARKER.match(self.text, line):
                 end = max(self.shown, line)  # that line may still become a marker

@@ -97,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--requests", type=int, default=32, help="requests in the mixed batch")
     b.add_argument("--tokens", type=int, default=256, help="new tokens in the single stream")
+    b.add_argument(
+        "--quality",
+        action="store_true",
+        help="measure long texts instead: words, S_l, distinct-4, repeated sentences",
+    )
+    b.add_argument("--out", default=None, help="with --quality: where the documents go")
     cli_pipeline.add_dtype(b)
 
     cli_pipeline.add_commands(sub)
@@ -204,11 +210,38 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_quality(args: argparse.Namespace, note: Any) -> int:
+    from pathlib import Path
+
+    from gen.bench_quality import run_quality
+
+    out = Path(args.out) if args.out else None
+    r = run_quality(args.model or _default_model(), note, out, args.dtype)
+    if args.json:
+        print(json.dumps(r, ensure_ascii=False))
+        return 0
+    head = ("document", "target", "words", "S_l", "distinct-4", "repeated", "seconds")
+    rows = [head] + [
+        (x["name"], str(x["target_words"]), str(x["words"]), str(x["length_score"]),
+         str(x["distinct_4"]), f"{x['repeated_sentences']:.0%}", str(x["seconds"]))
+        for x in r["rows"]
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    print(f"average S_l {r['length_score_avg']}, lowest distinct-4 {r['distinct_4_min']}, "
+          f"most repeated sentences {r['repeated_sentences_max']:.0%}")  # fmt: skip
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from gen.bench import run_bench
 
     def note(msg: str) -> None:
         print(f"bench: {msg} ...", file=sys.stderr, flush=True)
+
+    if args.quality:
+        return _bench_quality(args, note)
 
     r = run_bench(args.model or _default_model(), args.tokens, args.requests, note, args.dtype)
     if args.json:

@@ -165,3 +165,34 @@ def test_sigkill_leaves_whole_files_and_resume_finishes(tmp_path: Path) -> None:
     document = (run_dir / "document.md").read_text("utf-8")
     for data in files.values():
         assert data.decode("utf-8").strip() in document
+
+
+# The long-text issue's case: with 40 rounds allowed, this ran on for 6,616 words of loop.
+RAIL = """
+name: rail
+model: smollm2-135m
+defaults: {temperature: 0.7, seed: 11, max_tokens: 256, max_rounds: 40}
+sections:
+  - id: body
+    target_words: 800
+    prompt: "Write an article of about 800 words: The history and future of railway signalling."
+"""
+
+
+def test_a_long_section_ends_near_its_target_without_loops(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    from gen.pipeline.quality import measure
+
+    prepared = prepare_run(pipeline_from(RAIL), backend, tmp_path, model="smollm2-135m")
+    manifest = asyncio.run(prepared.execute())
+    text = (prepared.run_dir.sections_dir / "body.md").read_text("utf-8")
+    quality = measure(text)
+    assert 700 <= count_words(text) <= 1050
+    assert quality.distinct_4 >= 0.80
+    assert quality.repeated_sentences == 0
+    (sec,) = manifest["sections"]
+    assert sec["length_score"] >= 90 and sec["degenerate"] is False
+    assert sec["distinct_4"] == round(quality.distinct_4, 3)
+    deltas = [e["text"] for e in read_events(prepared.run_dir.events_path) if e["type"] == "delta"]
+    assert "".join(deltas) == text

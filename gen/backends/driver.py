@@ -91,7 +91,11 @@ class EngineDriver:
             for out in outputs:
                 listener = self._listeners.get(out.request_id)
                 if listener is not None:
-                    listener(out)
+                    try:
+                        listener(out)
+                    except Exception:  # a listener that cannot take it is gone: end its request
+                        self._listeners.pop(out.request_id, None)
+                        self.engine.abort(out.request_id)
                 if out.finished and out.request_id not in self.engine.requests:
                     self._listeners.pop(out.request_id, None)
 

@@ -29,7 +29,10 @@ class LocalStream:
 
     def deliver(self, item: Output | BaseException) -> None:
         """Called on the driver thread."""
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # its event loop has closed: nobody is listening any more
+            self.driver.abort(self.request_id)
 
     async def deltas(self) -> AsyncIterator[Delta]:
         while True:

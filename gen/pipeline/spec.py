@@ -9,6 +9,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -38,6 +39,15 @@ TopP = Annotated[float, Field(gt=0, le=1)]
 UnitFloat = Annotated[float, Field(ge=0, le=1)]
 Penalty = Annotated[float, Field(ge=-2, le=2)]
 DryBase = Annotated[float, Field(gt=1)]
+
+
+def _ngram_size(value: Any) -> Any:
+    if value == 1:
+        raise ValueError("must be 0 (off) or >= 2; 1 would ban every token already generated")
+    return value
+
+
+NgramSize = Annotated[int, Field(ge=0), AfterValidator(_ngram_size)]
 Seed = Annotated[int, Field(ge=0, lt=2**63)]
 WordCount = PositiveInt | str  # a number, or a template that renders one per instance
 StopList = Annotated[list[str], BeforeValidator(_as_list)]
@@ -59,7 +69,7 @@ class GenerationSettings(_Strict):
     repetition_penalty: PositiveFloat = 1.0
     frequency_penalty: Penalty = 0.0
     presence_penalty: Penalty = 0.0
-    no_repeat_ngram_size: NonNegativeInt = 0
+    no_repeat_ngram_size: NgramSize = 0
     dry_multiplier: NonNegativeFloat = 0.8  # DRY on by default: long texts loop without it
     dry_base: DryBase = 1.75
     dry_allowed_length: PositiveInt = 2
@@ -118,7 +128,7 @@ class Section(_Strict):
     repetition_penalty: PositiveFloat | None = None
     frequency_penalty: Penalty | None = None
     presence_penalty: Penalty | None = None
-    no_repeat_ngram_size: NonNegativeInt | None = None
+    no_repeat_ngram_size: NgramSize | None = None
     dry_multiplier: NonNegativeFloat | None = None
     dry_base: DryBase | None = None
     dry_allowed_length: PositiveInt | None = None

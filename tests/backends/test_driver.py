@@ -33,3 +33,25 @@ def test_a_resume_that_can_never_fit_fails_and_frees_the_row() -> None:
         assert state == (0, False, {})
     finally:
         driver.stop()
+
+
+def test_a_listener_that_fails_ends_its_request_and_the_driver_goes_on() -> None:
+    """A stream whose event loop has closed (an earlier asyncio.run) must not kill the
+    driver thread: its request is ended and later requests still run."""
+    tok = ByteTokenizer()
+    driver = EngineDriver(Engine(tiny_llama(), tok))
+
+    def gone(item: Output | BaseException) -> None:
+        raise RuntimeError("Event loop is closed")
+
+    got: queue.Queue[Output | BaseException] = queue.Queue()
+    try:
+        params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+        driver.submit("dead", tok.encode("龙的故事 🐉"), params, gone)
+        driver.submit("alive", tok.encode("春天 🌸"), params, got.put)
+        while not (out := got.get(timeout=60)).finished:  # type: ignore[union-attr]
+            pass
+        assert isinstance(out, Output) and out.completion_tokens == 6
+        assert driver.call(lambda e: (e.requests, e.runner.slots.used)) == ({}, 0)
+    finally:
+        driver.stop()

@@ -76,6 +76,42 @@ def test_a_section_that_keeps_looping_is_degenerate(tmp_path: Path) -> None:
     assert deltas_of(run_dir) == text
 
 
+def sound_paragraph(n: int) -> str:
+    """About 90 words about signalling, each sentence its own (no refrain, no repeat)."""
+    return " ".join(
+        f"In {1840 + 7 * n + i} the {place} line {verb} {thing} at its junction {i + n}."
+        for i, (place, verb, thing) in enumerate(
+            [("York", "tried", "semaphores"), ("Leeds", "fitted", "interlocking frames"),
+             ("Derby", "added", "track circuits"), ("Crewe", "bought", "block instruments"),
+             ("Bath", "tested", "lamps with coloured glass"), ("Hull", "wired", "bells"),
+             ("Ely", "ordered", "new levers"), ("Wick", "painted", "its posts white"),
+             ("Ayr", "built", "a tall cabin"), ("Rye", "replaced", "its wooden arms")]
+        )
+    )  # fmt: skip
+
+
+def test_a_retry_that_goes_on_soundly_earns_a_fresh_budget(tmp_path: Path) -> None:
+    # each retry writes ~90 sound words, then loops again: progress, not a stuck loop
+    replies: list[Reply] = [
+        (SOUND_EN + LOOP_EN, "length"),
+        *[(" " + sound_paragraph(n) + " " + LOOP_EN, "length") for n in range(1, 4)],
+        (" 完。😀 The end.", "stop"),
+    ]
+    manifest, text, backend, run_dir = run_section(tmp_path, replies, loop_retries=1)
+    sec = manifest["sections"][0]
+    assert sec["degenerate"] is False
+    assert [r["retry"] for r in sec["rounds"]] == [0, 1, 2, 3, 4]
+    assert all(sound_paragraph(n) in text for n in range(1, 4))
+    assert text.endswith("完。😀 The end.")
+    assert text.count("The signal box stood beside the line") == 1
+    assert deltas_of(run_dir) == text
+    seeds = [call.params.seed for call in backend.calls]
+    assert len(set(seeds)) == 5  # every retry samples anew
+    # DRY grows with the retries in a row that made no progress, not with all of them
+    dry = [call.params.dry_multiplier for call in backend.calls]
+    assert dry[1] == dry[2] == dry[3] == dry[4] > dry[0]
+
+
 def test_a_more_round_that_restarts_the_section_is_cut(tmp_path: Path) -> None:
     opening = "Tea is grown in the hills of many countries today. It is picked by hand."
     replies: list[Reply] = [
@@ -114,3 +150,35 @@ sections:
     assert "Early signal boxes" not in first.params.stop
     text = (prepared.run_dir.sections_dir / "part-1.md").read_text("utf-8")
     assert text == "Levers moved the points."
+
+
+def test_a_loop_begun_in_the_round_before_is_cut_there(tmp_path: Path) -> None:
+    # the refrain starts in round 1 (cut off by length) and is found in round 2; its held
+    # sentences are cut away, though round 1 has ended
+    opening = "Bread is old. 面包很古老。 "
+    refrain = [
+        "The science of bread is a science.",
+        "The science of yeast is a science.",
+        "This science of flour is a science.",
+        "The science of ovens is a science.",
+        "The science of salt is a science.",
+    ]
+    replies: list[Reply] = [
+        (opening + " ".join(refrain[:3]), "length"),
+        (" " + " ".join(refrain[3:]) + " More.", "length"),
+        (" Bakers rise early 😀. The end.", "stop"),
+    ]
+    manifest, text, backend, run_dir = run_section(tmp_path, replies)
+    assert text == opening + refrain[0] + " Bakers rise early 😀. The end."
+    assert deltas_of(run_dir) == text
+    events = read_events(run_dir / "events.jsonl")
+    by_round = {
+        n: "".join(e["text"] for e in events if e["type"] == "delta" and e["round"] == n)
+        for n in (1, 2, 3)
+    }
+    assert by_round == {1: opening + refrain[0], 2: "", 3: " Bakers rise early 😀. The end."}
+    rounds = manifest["sections"][0]["rounds"]
+    assert rounds[1]["stop_reason"] == "repetition"
+    assert rounds[1]["repetition"]["kind"] == "refrain"
+    retry = backend.calls[-1]  # (round 2 went on in the same kv stream)
+    assert retry.continue_final and retry.messages[-1]["content"] == opening + refrain[0]

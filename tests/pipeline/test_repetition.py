@@ -236,7 +236,8 @@ def test_short_sentences_may_repeat() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        " ".join(f"Item {i} is ready and the system keeps going on and on." for i in range(40)),
+        # one sentence, so no refrain: item 1 is ready and ..., item 2 is ready and ..., ...
+        ", ".join(f"item {i} is ready and the system keeps going on and on" for i in range(40)),
         "".join(f"第{i}天我们继续沿着长城向前走去。" for i in range(1, 40)),
     ],
 )
@@ -248,9 +249,9 @@ def test_collapse(text: str) -> None:
 
 
 def test_collapse_needs_150_fed_tokens() -> None:
-    base = " ".join(f"Item {i} is ready and the system keeps going on and on." for i in range(11))
-    text = " " + " ".join(
-        f"Item {i} is ready and the system keeps going on and on." for i in range(11, 21)
+    base = ", ".join(f"item {i} is ready and the system keeps going on and on" for i in range(11))
+    text = ", " + ", ".join(
+        f"item {i} is ready and the system keeps going on and on" for i in range(11, 21)
     )
     assert feed(text, [6] * len(text), base)[1] is None
 
@@ -372,3 +373,54 @@ def test_a_few_sentences_opening_alike_pass() -> None:
     )
     d = LoopDetector()
     assert all(d.feed(text[i : i + 5]) is None for i in range(0, len(text), 5))
+
+
+def feed_in_pieces(text: str, size: int = 4) -> Repetition | None:
+    d = LoopDetector()
+    found = (d.feed(text[i : i + size]) for i in range(0, len(text), size))
+    return next((f for f in found if f), None)
+
+
+def test_refrain_of_sentences_opening_with_one_subject() -> None:
+    # what the bundled model wrote 1,000 words into a sourdough article
+    text = (
+        "Bakers keep a starter alive for years.\n\n"
+        "Sulfite can be found in bread that is baked with the yeast.\n\n"
+        "Sulfite enhances the flavor of baked goods made by yeast.\n\n"
+        "Sulfite helps to make baked goods that are made with flour.\n\n"
+        "Sulfite adds to bread baked in a oven.\n\n"
+        "Sulfite creates a high quality bread.\n\n"
+        "Sulfite provides a way to change the flavor of bread.\n\n"
+        "Sulfite gives bread that gives bread.\n\n"
+    )
+    found = feed_in_pieces(text)
+    assert found is not None and found.kind == "refrain"
+    assert "sulfite" in found.detail
+    assert text[: found.keep] == (
+        "Bakers keep a starter alive for years.\n\n"
+        "Sulfite can be found in bread that is baked with the yeast."
+    )
+
+
+def test_refrain_ignores_a_determiner_before_its_lead() -> None:
+    text = (
+        "Bread rises. The science of bread is old. This science of baking is new. "
+        "The science of flour is simple. This science of bread makes bread. "
+        "The science of yeast is a science. More."
+    )
+    found = feed_in_pieces(text)
+    assert found is not None and found.kind == "refrain"
+    assert found.detail.endswith("science of")
+
+
+def test_prose_about_one_subject_passes() -> None:
+    # a subject named at the start of several sentences, but not of nearly all of them
+    text = (
+        "Sourdough needs only flour, water and salt. The starter does the rest. "
+        "Sourdough rises slowly, over a night in a cool kitchen. Bakers fold it by hand. "
+        "Sourdough keeps for days because its acids slow the mould. It tastes sour. "
+        "Sourdough was the bread of the gold rush 🍞. Miners carried starters in pouches. "
+        "It travelled with them. 它很好吃。他们每天都吃。我们很喜欢。他们去买。"
+        "你们回家。他们做饭。\n"
+    )
+    assert feed_in_pieces(text) is None

@@ -12,15 +12,25 @@ from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
 
 Kind = Literal["span", "sentence", "refrain", "collapse"]
 DETAIL_CHARS = 60
-# refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same words
+# refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
+# (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word
+# when that word is not a function word
 REFRAIN_LEAD, REFRAIN_SAME, REFRAIN_WINDOW = 2, 5, 6
+SUBJECT_SAME, SUBJECT_WINDOW = 6, 7
+DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those"})
+FUNCTION_WORDS = DETERMINERS | {
+    "i", "you", "he", "she", "it", "we", "they", "its", "their", "his", "her", "our", "my",
+    "your", "there", "here", "in", "on", "at", "to", "of", "for", "with", "by", "from", "as",
+    "and", "but", "or", "so", "if", "when", "then", "also", "however", "is", "are", "was",
+    "were", "be", "it's",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class Repetition:
     kind: Kind
     start: int  # where the repeated material begins, in base + fed text
-    keep: int  # the end of the last sound sentence at or before start (>= len(base))
+    keep: int  # the end of the last sound sentence at or before start (>= floor)
     detail: str
 
 
@@ -33,20 +43,23 @@ class LoopDetector:
       start: the second copy.
     - "sentence": a prose sentence of >= min_sentence_tokens tokens (min_sentence_cjk when
       mostly CJK) equal, once normalised, to an earlier one of base + text. start: its start.
-    - "refrain": 5 of the last 6 sentences (or lines) open with the same two tokens, two of
-      them after base. start: the second of them.
+    - "refrain": 5 of the last 6 sentences (or lines) open with the same two tokens (after a
+      determiner), or 6 of the last 7 with the same first word that is not a function word;
+      two of them after base. start: the second of them.
     - "collapse": distinct 4-grams < collapse_distinct over the last collapse_tokens fed
       tokens. start: the first 4-gram in that window that repeats one before it.
 
     base (earlier rounds) is read for its sentences and its tail, but nothing that ends inside
-    it is reported, and start and keep are never before its end. Each feed costs its piece
-    plus O(window_tokens) per completed token.
+    it is reported; start and keep are never before `floor` (default: the end of base; the
+    caller passes how much of base it has shown, and may still cut the rest). Each feed
+    costs its piece plus O(window_tokens) per completed token.
     """
 
     def __init__(
         self,
         base: str = "",
         *,
+        floor: int | None = None,
         min_span_tokens: int = 8,
         long_span_tokens: int = 20,
         short_loop_tokens: int = 24,
@@ -75,6 +88,7 @@ class LoopDetector:
         self._sentence = (min_sentence_tokens, min_sentence_cjk)
         self._collapse_tokens, self._collapse_distinct = collapse_tokens, collapse_distinct
         self._base_len = len(base)
+        self._floor = self._base_len if floor is None else max(0, min(floor, self._base_len))
         self._pieces = [base]
         self._scanner = Scanner()
         self._found = False
@@ -85,7 +99,8 @@ class LoopDetector:
         # sentence: every earlier sentence; where fed units end (places to trim back to)
         self._seen: set[str] = set()
         self._leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
-        self._ends = [self._base_len]
+        self._subjects: deque[tuple[str, int]] = deque(maxlen=SUBJECT_WINDOW)
+        self._ends = [self._floor]
         # collapse: the last collapse_tokens fed tokens and their 4-grams
         self._recent: deque[Token] = deque()
         self._grams: deque[tuple[str, ...]] = deque()
@@ -113,7 +128,7 @@ class LoopDetector:
     def _event(self, event: Token | Unit) -> Repetition | None:
         fed = event.end > self._base_len
         if isinstance(event, Unit):
-            if fed:
+            if event.end > self._floor:
                 self._ends.append(event.end)
             return self._sentence_repeat(event, fed)
         found = None
@@ -161,18 +176,33 @@ class LoopDetector:
 
     def _refrain(self, unit: Unit, fed: bool) -> Repetition | None:
         """Sentence after sentence opening with the same words ("The universe is ...", "The
-        future of ... is the future of ..."): a loop that varies only its ends."""
+        future of ... is the future of ...", "Sulfite makes ...", "Sulfite gives ..."): a
+        loop that varies only its ends."""
         if unit.kind != "text" or len(unit.tokens) < 3:
             return None
-        leads = self._leads
-        leads.append((unit.tokens[:REFRAIN_LEAD], unit.start))
-        lead = unit.tokens[:REFRAIN_LEAD]
-        same = [start for opening, start in leads if opening == lead]
-        # two of them after base: a retry from a trimmed refrain gets its own chance
-        if not fed or len(same) < REFRAIN_SAME or same[-2] < self._base_len:
-            return None
-        detail = f"{len(same)} of the last {len(leads)} sentences open with: {' '.join(lead)}"
-        return self._report("refrain", max(same[1], self._base_len), detail)
+        tokens = unit.tokens[1:] if unit.tokens[0] in DETERMINERS else unit.tokens
+        lead = tuple(tokens[:REFRAIN_LEAD])
+        self._leads.append((lead, unit.start))
+        word = tokens[0]
+        if word in FUNCTION_WORDS or (len(word) == 1 and not word.isascii()):
+            word = ""  # (one CJK character is not a subject; its two-token lead counts)
+        self._subjects.append((word, unit.start))
+        same = [start for opening, start in self._leads if opening == lead]
+        if len(same) >= REFRAIN_SAME and self._fresh(same, fed):
+            detail = f"{len(same)} of the last {len(self._leads)} sentences open with: " + " ".join(
+                lead
+            )
+            return self._report("refrain", same[1], detail)
+        same = [start for subject, start in self._subjects if word and subject == word]
+        if len(same) >= SUBJECT_SAME and self._fresh(same, fed):
+            detail = f"{len(same)} of the last {len(self._subjects)} sentences open with: {word}"
+            return self._report("refrain", same[1], detail)
+        return None
+
+    def _fresh(self, starts: list[int], fed: bool) -> bool:
+        """Two of the refrain's sentences come after base: a retry from a trimmed refrain
+        gets its own chance."""
+        return fed and starts[-2] >= self._base_len
 
     def _collapse(self, token: Token) -> Repetition | None:
         recent, grams, counts = self._recent, self._grams, self._gram_counts
@@ -203,7 +233,7 @@ class LoopDetector:
         return self._report("collapse", first.start, detail)
 
     def _report(self, kind: Kind, start: int, detail: str) -> Repetition:
-        start = max(start, self._base_len)
+        start = max(start, self._floor)
         keep = self._ends[bisect_right(self._ends, start) - 1]
         return Repetition(kind, start, keep, detail)
 

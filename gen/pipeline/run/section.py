@@ -39,7 +39,9 @@ _RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")
 _MARKER = re.compile(r"[ \t]*(?:#|\d+[.)]|[-*+•]|\*\*|__|(?:part|chapter|section)\b)", re.I)
 # what a sibling's title leaves behind when it stops the section: "\n\n## 2. " and the like
 _DANGLING = re.compile(r"\n[ \t]*(?:#{1,6}|\d+[.)]|[-*+]|\*\*|__|part\s*\d*[:.]?)?[ \t]*$", re.I)
-HELD_SENTENCES = 3  # the last sentences are held back: a loop found in them is cut unseen
+HELD_SENTENCES = 5  # the last sentences are held back: a loop (a refrain takes 5) is cut unseen
+# a retry that kept this many words before the next loop has worked: the count starts again
+RETRY_PROGRESS_WORDS = 80
 MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
 
 
@@ -63,16 +65,20 @@ def sampling(
     seed: int | None = None,
     stop: tuple[str, ...] = (),
     retry: int = 0,
+    strength: int = 0,
 ) -> SamplingParams:
-    """The round's SamplingParams; a retry after a loop samples with another seed and a
-    stronger DRY penalty."""
-    dry = settings.dry_multiplier
-    if retry:  # (a frequency penalty would soon ban "." and "the" from a long text)
+    """The round's SamplingParams; the n-th retry after a loop samples with seed + n, and
+    with DRY 1.5**strength times stronger (strength: retries in a row without progress)."""
+    dry, temperature = settings.dry_multiplier, settings.temperature
+    if retry:
         seed = None if seed is None else seed + retry
-        dry = max(dry, 0.8) * 1.5**retry
+    if strength:  # (a frequency penalty would soon ban "." and "the" from a long text)
+        dry = max(dry, 0.8) * 1.5**strength
+        if temperature:
+            temperature = max(temperature, min(1.0, temperature + 0.15 * strength))
     return SamplingParams(
         max_tokens=max_tokens,
-        temperature=settings.temperature,
+        temperature=temperature,
         top_p=settings.top_p,
         top_k=settings.top_k,
         min_p=settings.min_p,
@@ -126,8 +132,11 @@ class SectionRun:
         self.headings = HeadingFilter(section.headings, record.title)
         self.text = ""
         self.shown = 0  # characters of self.text already sent as deltas
-        self.retries = 0
+        self.retries = 0  # retries after a loop, in all
+        self._stuck = 0  # retries in a row, each looping again within RETRY_PROGRESS_WORDS
+        self._retry_mark = 0  # where the text stood at the last retry
         self._round_start = 0  # where the current round's text begins in self.text
+        self._round_starts: list[tuple[int, int]] = []  # (where, round): who wrote the text
         self._detector = LoopDetector()
 
     # -- prompt ---------------------------------------------------------------------
@@ -174,10 +183,14 @@ class SectionRun:
                 self.rec.rounds.append(self._round(final, fitted, mode, started, cut))
                 if isinstance(cut, Repetition):
                     await stream.close()  # what it still holds is part of the loop
-                    if self.retries >= self.settings.loop_retries:
+                    if count_words(self.text[self._retry_mark :]) >= RETRY_PROGRESS_WORDS:
+                        self._stuck = 0  # the last retry went on soundly for a while
+                    if self._stuck >= self.settings.loop_retries:
                         self.rec.degenerate = True
-                        break  # stop: it loops again after every retry
+                        break  # stop: it loops again right after every retry
+                    self._stuck += 1
                     self.retries += 1
+                    self._retry_mark = len(self.text)
                     mode = "prefix" if self.strategy in ("kv", "prefix") else "chat"
                 elif cut is not None:
                     break  # stop: the length policy ended the section at a boundary
@@ -260,6 +273,7 @@ class SectionRun:
             seed=self.seed,
             stop=self.stops,
             retry=self.retries,
+            strength=self._stuck,
         )
         return await self.ctx.backend.chat(
             fitted.messages,
@@ -275,7 +289,10 @@ class SectionRun:
         ("words", or the Repetition found)."""
         round_no = len(self.rec.rounds) + 1
         self._round_start = len(self.text)
-        self._detector = LoopDetector(self.text)
+        while self._round_starts and self._round_starts[-1][0] >= self._round_start:
+            self._round_starts.pop()  # a round whose text was all cut away
+        self._round_starts.append((self._round_start, round_no))
+        self._detector = LoopDetector(self.text, floor=self.shown)
         dedupe = mode in ("chat", "more")
         base = self.text
         pending = ""  # chat rounds: text held until it can no longer be a repeat of `base`
@@ -297,7 +314,7 @@ class SectionRun:
             if cut is not None:
                 return final, cut
         self.text += self.headings.flush()  # the round's end: its text is all there
-        self._release(round_end=True, round_no=round_no)
+        self._release(round_no=round_no)  # the last sentences stay held into the next round
         return final, None
 
     def _take(self, piece: str, round_no: int) -> str | Repetition | None:
@@ -309,8 +326,7 @@ class SectionRun:
         found = self._detector.feed(piece)
         if found is not None:
             self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
-            self._release(final=True, round_no=round_no)
-            return found
+            return found  # what is still held may be cut by the retry's own loop
         end = self.policy.end(self.text, self.shown)
         if end is not None:
             self.text = self.text[:end]
@@ -320,24 +336,17 @@ class SectionRun:
         return None
 
     def _append(self, piece: str, round_no: int | None = None) -> None:
-        """Text that is final as it is (a seam, a held-back tail)."""
+        """Text added between rounds (a seam, a held-back tail)."""
         if piece:
             self.text += piece
-        self._release(final=True, round_no=round_no)
+        self._release(round_no=round_no)
 
-    def _release(
-        self, final: bool = False, round_no: int | None = None, round_end: bool = False
-    ) -> None:
+    def _release(self, final: bool = False, round_no: int | None = None) -> None:
         """Send as a delta the text that can no longer be cut away: everything when
-        `final`; at a round's end all but a last line that may be a sibling's marker; else
-        all but the last HELD_SENTENCES sentences, and not into a line that may still become
-        a heading or a marker."""
+        `final`; else all but the last HELD_SENTENCES sentences (across rounds: a retry may
+        still cut them), and not into a line that may still become a heading or a marker."""
         end = len(self.text)
-        if round_end:
-            line = self.text.rfind("\n") + 1
-            if line and _MARKER.match(self.text, line):
-                end = line
-        elif not final:
+        if not final:
             ends = [m.end() for m in _RELEASE.finditer(self.text, self.shown)]
             end = ends[-HELD_SENTENCES - 1] if len(ends) > HELD_SENTENCES else self.shown
             line = self.text.rfind("\n", 0, end) + 1
@@ -348,13 +357,18 @@ class SectionRun:
         end = len(self.text[:end].rstrip())  # whitespace goes out with what follows it
         if end <= self.shown:
             return
-        piece, self.shown = self.text[self.shown : end], end
-        self.ctx.events.emit(
-            "delta",
-            section=self.rec.key,
-            round=round_no or max(1, len(self.rec.rounds)),
-            text=piece,
-        )
+        # one delta per round whose text it holds (held sentences go out a round later)
+        cuts = [(at, n) for at, n in self._round_starts if self.shown < at < end]
+        first = [n for at, n in self._round_starts if at <= self.shown]
+        begin, number = self.shown, first[-1] if first else round_no or 1
+        for at, n in [*cuts, (end, 0)]:
+            at = max(begin, len(self.text[:at].rstrip()))  # whitespace goes with what follows
+            if at > begin:
+                self.ctx.events.emit(
+                    "delta", section=self.rec.key, round=number, text=self.text[begin:at]
+                )
+            begin, number = at, n
+        self.shown = end
 
     def _round(
         self,

@@ -1,4 +1,4 @@
-"""`gen run` and `gen validate`: the pipeline commands of the CLI, with progress on stderr."""
+"""`gen run` and `gen validate`: the pipeline commands, with progress on stderr."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from gen.cli.common import add_dtype
 
 if TYPE_CHECKING:  # imported lazily at run time: `gen validate` loads no torch
     from gen.backends.base import Backend
@@ -23,17 +25,7 @@ RUN_EPILOG = """examples:
 """
 
 
-def add_dtype(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dtype",
-        choices=["float32", "int8"],
-        default=None,
-        help="weights and matrix arithmetic of the local engine (default: GEN_DTYPE, else "
-        "float32); int8 is faster on a CPU and changes the output",
-    )
-
-
-def add_commands(sub: Any) -> None:
+def add_command(sub: Any) -> None:
     r = sub.add_parser(
         "run",
         help="generate a document from a pipeline",
@@ -64,9 +56,11 @@ def add_commands(sub: Any) -> None:
         metavar="PATH|-",
         help="also write every event as JSON lines to PATH (- for stdout)",
     )
+    r.set_defaults(handler=cmd_run)
     v = sub.add_parser("validate", help="check a pipeline and its templates without a model")
     v.add_argument("pipeline", help="pipeline YAML file")
     v.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    v.set_defaults(handler=cmd_validate)
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -252,9 +246,3 @@ async def _execute(prepared: PreparedRun, backend: Backend) -> dict[str, Any]:
         return await prepared.execute()
     finally:
         await backend.aclose()
-
-
-HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": cmd_run,
-    "validate": cmd_validate,
-}

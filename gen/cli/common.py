@@ -1,0 +1,26 @@
+"""What the command modules share: the default model, the quiet environment, --dtype."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def quiet_libraries() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def default_model() -> str:
+    return os.environ.get("GEN_MODEL", "smollm2-135m")
+
+
+def add_dtype(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "int8"],
+        default=None,
+        help="weights and matrix arithmetic of the local engine (default: GEN_DTYPE, else "
+        "float32); int8 is faster on a CPU and changes the output",
+    )

@@ -21,6 +21,7 @@ class ConfigError(GenError):
         line: int | None = None,
         col: int | None = None,
         snippet: str | None = None,
+        notes: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -28,6 +29,7 @@ class ConfigError(GenError):
         self.line = line
         self.col = col
         self.snippet = snippet
+        self.notes = notes  # lines shown after the snippet, e.g. the file's other errors
 
     @property
     def location(self) -> str:
@@ -36,7 +38,7 @@ class ConfigError(GenError):
 
     def __str__(self) -> str:
         head = f"{self.location}: {self.message}" if self.location else self.message
-        return f"{head}\n{self.snippet}" if self.snippet else head
+        return "\n".join([head, *([self.snippet] if self.snippet else []), *self.notes])
 
 
 class TemplateError(ConfigError):

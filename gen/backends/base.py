@@ -46,6 +46,11 @@ class Backend(Protocol):
 
     def count_text(self, text: str) -> int: ...
 
+    def word_ids(self, word: str) -> list[int]:
+        """The first token of `word` as it may appear (capitalised or not, after a space or
+        not), for a logit_bias; [] where the server's token ids are unknown."""
+        ...
+
     async def chat(
         self,
         messages: list[Message],

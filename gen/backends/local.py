@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from gen.backends.base import Delta, Message
 from gen.backends.driver import EngineDriver
 from gen.engine import Engine, Output, SamplingParams
-from gen.engine.chat import encode_chat
+from gen.engine.chat import encode_chat, word_ids
 from gen.engine.engine import PREFIX_CACHE_BYTES
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
@@ -109,6 +109,9 @@ class LocalBackend:
 
     def count_text(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def word_ids(self, word: str) -> list[int]:
+        return word_ids(self.tokenizer, word)
 
     async def chat(
         self,

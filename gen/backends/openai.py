@@ -33,6 +33,11 @@ def count_text_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
+def count_message_tokens(messages: list[Message]) -> int:
+    """Chat messages as OpenAI counts them: content, plus a few tokens per message."""
+    return sum(PER_MESSAGE_TOKENS + count_text_tokens(m["content"]) for m in messages) + 3
+
+
 def request_body(
     model: str, messages: list[Message], params: SamplingParams, continue_final: bool
 ) -> dict[str, Any]:
@@ -144,10 +149,13 @@ class OpenAIBackend:
         self.client = httpx.AsyncClient(base_url=base.rstrip("/"), headers=headers, timeout=timeout)
 
     def count_tokens(self, messages: list[Message]) -> int:
-        return sum(PER_MESSAGE_TOKENS + count_text_tokens(m["content"]) for m in messages) + 3
+        return count_message_tokens(messages)
 
     def count_text(self, text: str) -> int:
         return count_text_tokens(text)
+
+    def word_ids(self, word: str) -> list[int]:
+        return []  # a server's own tokenizer is unknown here (tiktoken's ids are OpenAI's)
 
     async def chat(
         self,

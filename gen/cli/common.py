@@ -1,9 +1,12 @@
-"""What the command modules share: the default model, the quiet environment, --dtype."""
+"""What the command modules share: the default model, the quiet environment, --dtype, and
+what to do when stdout's reader goes away."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import sys
 
 
 def quiet_libraries() -> None:
@@ -24,3 +27,13 @@ def add_dtype(parser: argparse.ArgumentParser) -> None:
         help="weights and matrix arithmetic of the local engine (default: GEN_DTYPE, else "
         "float32); int8 is faster on a CPU and changes the output",
     )
+
+
+def stdout_closed() -> int:
+    """The reader of stdout went away (`| head`): what is still written there goes to
+    /dev/null, so neither later writes nor the flush at exit fail again. Returns the exit
+    code a SIGPIPE gives."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE

@@ -6,14 +6,19 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gen.cli.common import add_dtype, default_model
+from gen.cli.common import add_dtype, default_model, stdout_closed
+from gen.errors import BackendError, ConfigError
+
+if TYPE_CHECKING:  # imported lazily at run time: loading the engine is slow
+    from gen.backends.base import Backend, Delta, Message
+    from gen.engine import SamplingParams
 
 
 def add_command(sub: Any) -> None:
     g = sub.add_parser("generate", help="stream one chat completion to stdout")
-    g.add_argument("prompt", help="the user message")
+    g.add_argument("prompt", help="the user message; - reads it from stdin")
     g.add_argument(
         "-m", "--model", default=None, help="model spec (default $GEN_MODEL or smollm2-135m)"
     )
@@ -53,7 +58,7 @@ def add_command(sub: Any) -> None:
     )
     g.add_argument("--min-tokens", type=int, default=0)
     g.add_argument("--ignore-eos", action="store_true")
-    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--seed", type=seed_value, default=None, help="in [0, 2**63)")
     g.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
     add_dtype(g)
@@ -65,11 +70,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from gen.engine import SamplingParams
 
     breakers: dict[str, Any] = {}
-    if args.dry_sequence_breaker is not None:  # "\\n" on the command line is a newline
-        breakers["dry_sequence_breakers"] = tuple(
-            b.encode("latin-1", "backslashreplace").decode("unicode_escape")
-            for b in args.dry_sequence_breaker
-        )
+    if args.dry_sequence_breaker is not None:
+        breakers["dry_sequence_breakers"] = tuple(map(unescape, args.dry_sequence_breaker))
     params = SamplingParams(
         max_tokens=args.max_tokens,
         temperature=args.temperature,
@@ -90,48 +92,102 @@ def cmd_generate(args: argparse.Namespace) -> int:
         seed=args.seed,
         stop=tuple(args.stop),
     )
-    messages = [{"role": "user", "content": args.prompt}]
+    messages = [{"role": "user", "content": read_prompt(args.prompt)}]
     if args.system:
         messages.insert(0, {"role": "system", "content": args.system})
     spec = args.model or default_model()
     print(f"loading {spec} ...", file=sys.stderr, flush=True)
     backend = open_backend(spec, dtype=args.dtype)
-
-    async def go() -> dict[str, Any]:
-        stream = await backend.chat(messages, params)
-        text = ""
-        result: dict[str, Any] = {}
-        try:
-            async for d in stream.deltas():
-                text += d.text
-                if not args.json and d.text:
-                    sys.stdout.write(d.text)
-                    sys.stdout.flush()
-                if d.finish_reason is not None:
-                    result = {
-                        "text": text,
-                        "finish_reason": d.finish_reason,
-                        "stop_reason": d.stop_reason,
-                        "usage": {
-                            "prompt_tokens": d.prompt_tokens,
-                            "completion_tokens": d.completion_tokens,
-                            "total_tokens": d.prompt_tokens + d.completion_tokens,
-                        },
-                    }
-        finally:
-            await stream.close()
-            await backend.aclose()
-        return result
-
-    result = asyncio.run(go())
-    if args.json:
-        print(json.dumps(result, ensure_ascii=False))
-    else:
-        sys.stdout.write("\n")
-        u = result["usage"]
-        print(
-            f"finish_reason={result['finish_reason']} stop_reason={result['stop_reason']!r} "
-            f"prompt_tokens={u['prompt_tokens']} completion_tokens={u['completion_tokens']}",
-            file=sys.stderr,
-        )
+    try:
+        result = asyncio.run(complete(backend, messages, params, echo=not args.json))
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False))
+            return 0
+        if result["text"] and not result["text"].endswith("\n"):
+            sys.stdout.write("\n")
+        sys.stdout.flush()  # the text and its newline before the summary, on a shared terminal
+    except BrokenPipeError:
+        return stdout_closed()
+    print(summary(result), file=sys.stderr)
     return 0
+
+
+def seed_value(text: str) -> int:
+    """--seed, in the range a pipeline's seed has; the engine cannot take a larger one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**63), got {value}")
+    return value
+
+
+def unescape(breaker: str) -> str:
+    """A --dry-sequence-breaker as meant: "\\n" on the command line is a newline."""
+    try:
+        return breaker.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--dry-sequence-breaker {breaker}: {exc.reason}") from None
+
+
+def read_prompt(arg: str) -> str:
+    """The prompt as given, or for "-" all of stdin as UTF-8, less the line breaks ending it."""
+    if arg != "-":
+        return arg
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"stdin: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = text.rstrip("\r\n")
+    if not text.strip():
+        raise ConfigError("stdin: the prompt is empty")
+    return text
+
+
+async def complete(
+    backend: Backend, messages: list[Message], params: SamplingParams, *, echo: bool
+) -> dict[str, Any]:
+    """One completion as the --json object; with `echo`, its text goes to stdout as it comes."""
+    stream = await backend.chat(messages, params)
+    text = ""
+    final: Delta | None = None
+    try:
+        async for d in stream.deltas():
+            text += d.text
+            if echo and d.text:
+                sys.stdout.write(d.text)
+                sys.stdout.flush()
+            if d.finish_reason is not None:
+                final = d
+    finally:
+        await stream.close()
+        await backend.aclose()
+    if final is None:
+        raise BackendError("the completion ended without a finish reason")
+    return {
+        "text": text,
+        "finish_reason": final.finish_reason,
+        "stop_reason": final.stop_reason,
+        "usage": {
+            "prompt_tokens": final.prompt_tokens,
+            "completion_tokens": final.completion_tokens,
+            "total_tokens": final.prompt_tokens + final.completion_tokens,
+        },
+    }
+
+
+def summary(result: dict[str, Any]) -> str:
+    """The stderr line: `finish_reason: stop, stop_reason: "###", 12 prompt + 34 completion
+    tokens`; no stop_reason where there is none (the end of text), a stop token by its id."""
+    parts = [f"finish_reason: {result['finish_reason']}"]
+    reason = result["stop_reason"]
+    if isinstance(reason, str):
+        parts.append(f"stop_reason: {json.dumps(reason, ensure_ascii=False)}")
+    elif reason is not None:
+        parts.append(f"stop_reason: token {reason}")
+    usage = result["usage"]
+    parts.append(
+        f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens"
+    )
+    return ", ".join(parts)

@@ -5,22 +5,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from gen.cli.common import add_dtype
+from gen.cli.cancel import Canceller, Stopped
+from gen.cli.common import add_dtype, stdout_closed
+from gen.errors import ConfigError, GenError
 
 if TYPE_CHECKING:  # imported lazily at run time: `gen validate` loads no torch
     from gen.backends.base import Backend
+    from gen.cli.stream import DocumentStream
+    from gen.pipeline.run.rundir import RunDir
     from gen.pipeline.run.runner import PreparedRun
+    from gen.pipeline.spec import Pipeline
 
 RUN_EPILOG = """examples:
   gen run pipelines/quickstart.yaml
-  gen run pipelines/tech-report.yaml --set topic="Solar power" --stream > report.md
-  gen run pipelines/zh-article.yaml --events - | jq .type
+  gen run pipelines/quickstart.yaml --set topic="Solar power" --stream > guide.md
+  gen run pipelines/zh-article.yaml --events - | jq -c .type
   gen run pipelines/tech-report.yaml --resume      # finish an interrupted run
 """
 
@@ -44,17 +50,28 @@ def add_command(sub: Any) -> None:
     r.add_argument("-m", "--model", default=None, help="model spec (default: the pipeline's)")
     r.add_argument("-o", "--out", default="outputs", help="output folder (default outputs/)")
     r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print every prompt as the model would get it, with token counts; load only "
+        "the tokenizer and generate nothing (with --events -: one JSON object per prompt)",
+    )
+    r.add_argument(
         "--resume",
         action="store_true",
         help="continue the latest run of this pipeline, reusing finished sections",
     )
-    r.add_argument("--stream", action="store_true", help="stream the text to stdout")
+    r.add_argument(
+        "--stream",
+        action="store_true",
+        help="write the document to stdout as it is generated (its path then goes to stderr)",
+    )
     add_dtype(r)
     r.add_argument(
         "--events",
         default=None,
         metavar="PATH|-",
-        help="also write every event as JSON lines to PATH (- for stdout)",
+        help="also write every event as JSON lines to PATH; - for stdout, which then carries "
+        "only JSON lines (the document's path is in the run_finished event)",
     )
     r.set_defaults(handler=cmd_run)
     v = sub.add_parser("validate", help="check a pipeline and its templates without a model")
@@ -64,8 +81,6 @@ def add_command(sub: Any) -> None:
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
-    from gen.errors import ConfigError
-
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -77,11 +92,36 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from gen.pipeline import load_pipeline
+    from gen.pipeline.model_check import check_model
 
     p = load_pipeline(args.pipeline, parse_overrides(args.overrides))
+    check_model(p)
     n = len(p.sections)
     print(f"{args.pipeline}: ok ({n} section{'s' * (n != 1)}, model {p.model})")
+    for line in context_notes(p):
+        print(f"  {line}")
     return 0
+
+
+def context_notes(pipeline: Pipeline) -> list[str]:
+    """How each section's `context:` reaches the model: where its template places it, or
+    as a labelled block gen adds before the instructions."""
+    from gen.pipeline.render import unplaced_context
+
+    notes = []
+    for section in pipeline.sections:
+        if not section.context:
+            continue
+        added = unplaced_context(pipeline, section)
+        given = ", ".join(section.context)
+        if added:
+            notes.append(
+                f"{section.id}: context [{given}]: {', '.join(added)} added as a labelled "
+                "block before the prompt (the template does not place it)"
+            )
+        else:
+            notes.append(f"{section.id}: context [{given}]: placed by its template")
+    return notes
 
 
 class Progress:
@@ -146,42 +186,6 @@ class Progress:
             )
 
 
-class StreamPrinter:
-    """--stream: the text of one section at a time, in the order sections started; text
-    of sections running alongside is held until their turn."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self.out = stream
-        self.order: list[str] = []
-        self.buffers: dict[str, str] = {}
-        self.finished: set[str] = set()
-        self.head = 0
-
-    def __call__(self, ev: dict[str, Any]) -> None:
-        t = ev["type"]
-        if t == "section_started":
-            self.order.append(ev["section"])
-            self.buffers.setdefault(ev["section"], "")
-        elif t == "delta":
-            self.buffers[ev["section"]] = self.buffers.get(ev["section"], "") + ev["text"]
-        elif t in ("section_finished", "error") and ev.get("section"):
-            self.finished.add(ev["section"])
-        self._drain()
-
-    def _drain(self) -> None:
-        while self.head < len(self.order):
-            key = self.order[self.head]
-            text = self.buffers.get(key, "")
-            if text:
-                self.out.write(text)
-                self.out.flush()
-                self.buffers[key] = ""
-            if key not in self.finished:
-                return
-            self.out.write("\n\n")
-            self.head += 1
-
-
 def json_lines(stream: IO[str]) -> Callable[[dict[str, Any]], None]:
     def write(ev: dict[str, Any]) -> None:
         stream.write(json.dumps(ev, ensure_ascii=False) + "\n")
@@ -190,25 +194,44 @@ def json_lines(stream: IO[str]) -> Callable[[dict[str, Any]], None]:
     return write
 
 
+STDOUT_CLASH = (
+    "--stream and --events - both write to stdout; send the events to a file "
+    "(--events events.jsonl) or leave out one of them"
+)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.stream and args.events == "-":
+        raise ConfigError(STDOUT_CLASH)
     from gen.backends import open_backend
+    from gen.cli.stream import DocumentStream
     from gen.pipeline import load_pipeline
+    from gen.pipeline.model_check import check_model
+    from gen.pipeline.run.rundir import check_events_path, check_out_dir
     from gen.pipeline.run.runner import prepare_run
 
+    # everything a user can get wrong is refused here, before the model loads
     pipeline = load_pipeline(args.pipeline, parse_overrides(args.overrides))
+    check_out_dir(Path(args.out))
+    check_events_path(args.events)
+    check_model(pipeline, args.model)
     model = args.model or pipeline.model
+    if args.dry_run:
+        from gen.cli.dryrun import dry_run
+
+        return dry_run(pipeline, model, as_json=args.events == "-")
     print(f"loading {model} ...", file=sys.stderr, flush=True)
     backend = open_backend(model, pipeline.base_url, pipeline.api_key_env, dtype=args.dtype)
     subscribers: list[Callable[[dict[str, Any]], None]] = [Progress(sys.stderr)]
-    if args.stream:
-        subscribers.append(StreamPrinter(sys.stdout))
+    canceller = Canceller()
     events_file: IO[str] | None = None
-    if args.events == "-":
-        subscribers.append(json_lines(sys.stdout))
-    elif args.events:
-        events_file = Path(args.events).open("w", encoding="utf-8")  # noqa: SIM115
-        subscribers.append(json_lines(events_file))
+    stream: DocumentStream | None = None
     try:
+        events_file = open_events(args.events)
+        if events_file is sys.stdout:
+            subscribers.append(canceller.guard(json_lines(events_file)))
+        elif events_file is not None:
+            subscribers.append(json_lines(events_file))
         prepared = prepare_run(
             pipeline,
             backend,
@@ -217,32 +240,76 @@ def cmd_run(args: argparse.Namespace) -> int:
             resume=args.resume,
             subscribers=tuple(subscribers),
         )
-        manifest = asyncio.run(_execute(prepared, backend))
+        if args.stream:
+            stream = DocumentStream(pipeline, prepared.run_dir.read_section, sys.stdout)
+            prepared.events.subscribe(canceller.guard(stream))
+        manifest = asyncio.run(_execute(prepared, backend, canceller))
+        return _report(args, prepared.run_dir, manifest, stream)
     except KeyboardInterrupt:
-        print(
-            "interrupted: finished sections are kept; "
-            f"`gen run {args.pipeline} --resume` continues the run",
-            file=sys.stderr,
-        )
-        return 130
+        return _stopped("interrupted", args.pipeline, 128 + signal.SIGINT)
+    except Stopped as stop:
+        return _stopped(stop.how, args.pipeline, stop.code)
+    except BrokenPipeError:  # the path line found no reader
+        return stdout_closed()
+    except OSError as exc:  # the paths passed their checks: a disk filled, a folder went away
+        raise GenError(f"cannot write the run: {os_reason(exc)}") from None
     finally:
-        if events_file is not None:
+        if events_file is not None and events_file is not sys.stdout:
             events_file.close()
-    run_dir = prepared.run_dir
+
+
+def open_events(target: str | None) -> IO[str] | None:
+    """Where --events goes: nowhere, stdout for "-", else the file."""
+    if target is None:
+        return None
+    return sys.stdout if target == "-" else Path(target).open("w", encoding="utf-8")
+
+
+def os_reason(exc: OSError) -> str:
+    """An OSError as a user reads it: what went wrong and where, no errno tuple."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+def _stopped(how: str, pipeline: str, code: int) -> int:
+    print(
+        f"{how}: finished sections are kept; `gen run {pipeline} --resume` continues the run",
+        file=sys.stderr,
+    )
+    return code
+
+
+def _report(
+    args: argparse.Namespace,
+    run_dir: RunDir,
+    manifest: dict[str, Any],
+    stream: DocumentStream | None,
+) -> int:
+    """The ending: the document's path as the last stdout line, unless stdout carries the
+    document (--stream) or JSON lines (--events -, whose run_finished event has the path);
+    then it goes to stderr."""
+    to = sys.stderr if args.stream or args.events == "-" else sys.stdout
     if manifest["status"] != "completed":
         print(
             f"run {manifest['status']}; finished sections are in {run_dir.path}; "
             f"`gen run {args.pipeline} --resume` continues it",
             file=sys.stderr,
         )
-        print(run_dir.path)
+        print(run_dir.path, file=to)
         return 1
-    print(run_dir.document_path)
+    if stream is not None and not stream.assembled:
+        print(
+            "--stream wrote the sections' text; the document, as the pipeline's document "
+            f"template assembles it, is at {run_dir.document_path}",
+            file=sys.stderr,
+        )
+        return 0
+    print(run_dir.document_path, file=to)
     return 0
 
 
-async def _execute(prepared: PreparedRun, backend: Backend) -> dict[str, Any]:
+async def _execute(prepared: PreparedRun, backend: Backend, canceller: Canceller) -> dict[str, Any]:
     try:
-        return await prepared.execute()
+        return await canceller.run(prepared.execute())
     finally:
         await backend.aclose()

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 class ChatTokenizer(Protocol):
     def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
 
+    def encode(self, text: str, **kwargs: Any) -> list[int]: ...
+
 
 def encode_chat(
     tokenizer: ChatTokenizer,
@@ -28,3 +30,11 @@ def encode_chat(
     if isinstance(ids, dict) or hasattr(ids, "input_ids"):
         ids = ids["input_ids"]
     return [int(i) for i in ids]
+
+
+def word_ids(tokenizer: ChatTokenizer, word: str) -> list[int]:
+    """The first token of `word` in each form it may take in text (capitalised or not,
+    after a space or not): what a logit_bias against the word must name."""
+    forms = {word, word.capitalize(), f" {word}", f" {word.capitalize()}"}
+    ids = (tokenizer.encode(form, add_special_tokens=False) for form in forms)
+    return sorted({found[0] for found in ids if found})

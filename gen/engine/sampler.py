@@ -2,7 +2,7 @@
 
 Each row samples with its own torch.Generator, and its penalties look at its own ids only,
 so a request's draws don't depend on what else shares the batch. Order per row: banned ids,
-repetition penalty, then the PenaltyState (frequency/presence, DRY, n-gram ban), then
+logit_bias, repetition penalty, then the PenaltyState (frequency/presence, DRY, n-gram ban), then
 temperature and the filters.
 """
 
@@ -59,6 +59,7 @@ def sample(
     plain = [
         p.greedy
         and not banned[i]
+        and not p.logit_bias
         and (p.repetition_penalty == 1.0 or seen[i] is None)
         and states[i] is None
         for i, p in enumerate(params)
@@ -74,6 +75,10 @@ def sample(
         if banned[i]:
             row = row.clone()
             row[list(banned[i])] = float("-inf")
+        bias = [(t, b) for t, b in p.logit_bias if t < row.shape[0]]  # (ids past the vocab: none)
+        if bias:
+            ids, values = zip(*bias, strict=True)
+            row = row.index_add(0, torch.tensor(ids), torch.tensor(values, dtype=row.dtype))
         mask = seen[i]
         if p.repetition_penalty != 1.0 and mask is not None:
             row = apply_repetition_penalty(row, mask, p.repetition_penalty)

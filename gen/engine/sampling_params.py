@@ -35,6 +35,8 @@ class SamplingParams:
     dry_allowed_length: int = 2
     dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
     dry_penalty_last_n: int = 0
+    # OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to the logits
+    logit_bias: tuple[tuple[int, float], ...] = ()
     seed: int | None = None
     stop: tuple[str, ...] = ()
     stop_token_ids: tuple[int, ...] = ()
@@ -49,6 +51,14 @@ class SamplingParams:
         else:
             object.__setattr__(self, "stop", tuple(self.stop))
         object.__setattr__(self, "stop_token_ids", tuple(self.stop_token_ids))
+        bias = self.logit_bias.items() if isinstance(self.logit_bias, dict) else self.logit_bias
+        object.__setattr__(self, "logit_bias", tuple((int(t), float(b)) for t, b in bias))
+        for token, value in self.logit_bias:
+            if token < 0 or not -100 <= value <= 100:
+                raise ValueError(
+                    f"logit_bias needs token ids >= 0 and biases in [-100, 100], got "
+                    f"{token}: {value}"
+                )
         breakers = self.dry_sequence_breakers
         breakers = (breakers,) if isinstance(breakers, str) else tuple(breakers)
         object.__setattr__(self, "dry_sequence_breakers", breakers)

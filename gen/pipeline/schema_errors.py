@@ -5,16 +5,17 @@ The message names the path and the value: `sections[2].max_tokens: must be > 0, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gen.errors import ConfigError
 from gen.pipeline.spec import ContextSettings, DocumentSpec, GenerationSettings, Pipeline, Section
-from gen.pipeline.suggest import did_you_mean
+from gen.pipeline.suggest import closest, did_you_mean
 from gen.pipeline.yaml_loader import SourceMap, YamlPath, format_path
 
+MORE_ERRORS = 2  # further errors listed after the first, one line each
 _TYPE_WORDS = {
     "int": "an integer",
     "float": "a number",
@@ -34,20 +35,47 @@ _COMPARISONS = {
 
 
 def schema_error(exc: ValidationError, data: Any, smap: SourceMap) -> ConfigError:
-    """The first error in file order, located; a count of the others is appended."""
+    """The first error in file order, located, then up to MORE_ERRORS others a line each
+    and a count of the rest. A key reported missing that an unknown key's "did you mean"
+    names is the same mistake (`section:` for `sections:`), so it is left out."""
     located = [(_data_path(err, data), err) for err in exc.errors(include_url=False)]
+    meant = {
+        (path[:-1], _closest(str(path[-1]), path[:-1]))
+        for path, err in located
+        if err["type"] == "extra_forbidden"
+    }
+    located = [
+        (path, err)
+        for path, err in located
+        if err["type"] != "missing" or (path, err["loc"][-1]) not in meant
+    ]
 
     def where(item: tuple[YamlPath, ErrorDetails]) -> tuple[int, int]:
         path, err = item
-        span = smap.key_span(path) if err["type"] == "extra_forbidden" else smap.value_span(path)
+        span = smap.key_span(path) if _at(err) == "key" else smap.value_span(path)
         return span.line, span.col
 
     located.sort(key=where)
     path, err = located[0]
-    message = _message(path, err)
-    if len(located) > 1:
-        message += f" (and {len(located) - 1} more error{'s' if len(located) > 2 else ''})"
-    return smap.error(path, message, at="key" if err["type"] == "extra_forbidden" else "value")
+    error = smap.error(path, _message(path, err), at=_at(err))
+    notes = []
+    for item in located[1 : 1 + MORE_ERRORS]:
+        line, col = where(item)
+        notes.append(f"{smap.file}:{line}:{col}: {_message(*item)}")
+    rest = len(located) - 1 - len(notes)
+    if rest:
+        notes.append(f"(and {rest} more error{'s' if rest > 1 else ''})")
+    error.notes = tuple(notes)
+    return error
+
+
+def describe(err: ErrorDetails) -> str:
+    """What is wrong with one value, without its path: 'must be > 0, got -3'."""
+    return _describe(err["type"], err.get("ctx") or {}, err.get("input"), err["msg"])
+
+
+def _at(err: ErrorDetails) -> Literal["key", "value"]:
+    return "key" if err["type"] == "extra_forbidden" else "value"
 
 
 def _data_path(err: ErrorDetails, data: Any) -> YamlPath:
@@ -73,7 +101,7 @@ def _has(node: Any, step: Any) -> bool:
 
 
 def _message(path: YamlPath, err: ErrorDetails) -> str:
-    kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
+    kind = err["type"]
     if kind == "missing":
         prefix = f"{format_path(path)}: " if path else ""
         return f"{prefix}missing required key '{err['loc'][-1]}'"
@@ -81,7 +109,7 @@ def _message(path: YamlPath, err: ErrorDetails) -> str:
         key, parent = path[-1], path[:-1]
         prefix = f"{format_path(parent)}: unknown key" if parent else "unknown top-level key"
         return f"{prefix} {key!r}{_suggest(str(key), parent)}"
-    return f"{format_path(path)}: {_describe(kind, ctx, got, err['msg'])}"
+    return f"{format_path(path)}: {describe(err)}"
 
 
 def _describe(kind: str, ctx: dict[str, Any], got: Any, msg: str) -> str:
@@ -118,6 +146,11 @@ def _suggest(key: str, parent: YamlPath) -> str:
         return ""
     allowed = list(model.model_fields)
     return did_you_mean(key, allowed, f"; allowed keys: {', '.join(allowed)}")
+
+
+def _closest(key: str, parent: YamlPath) -> str | None:
+    model = _model_at(parent)
+    return None if model is None else closest(key, model.model_fields)
 
 
 def _model_at(path: YamlPath) -> type[BaseModel] | None:

@@ -99,6 +99,10 @@ class ContextSettings(_Strict):
             return value
         raise ValueError(f"must be 'auto' or an integer > 0, got {value!r}")
 
+    def window_for(self, model_length: int) -> int:
+        """The window a run gets: the model's context length, or `window` where smaller."""
+        return model_length if self.window == "auto" else min(self.window, model_length)
+
 
 class Section(_Strict):
     """One `sections:` entry; a `foreach` section fans out into one instance per item."""
@@ -202,6 +206,7 @@ class Pipeline(_Strict):
     document: DocumentSpec = Field(default_factory=DocumentSpec)
 
     _file: str = PrivateAttr(default="<pipeline>")
+    _source: str = PrivateAttr(default="")  # the YAML text it was loaded from
     _templates: Any = PrivateAttr(default=None)  # a templates.TemplateSet, set by load_pipeline
 
     @field_validator("name")
@@ -215,6 +220,10 @@ class Pipeline(_Strict):
     def file(self) -> str:
         """The pipeline file as given to load_pipeline (or '<pipeline>' for text)."""
         return self._file
+
+    @property
+    def source_text(self) -> str:
+        return self._source
 
     def section(self, section_id: str) -> Section:
         for section in self.sections:

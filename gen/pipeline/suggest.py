@@ -6,7 +6,13 @@ import difflib
 from collections.abc import Iterable
 
 
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The choice `name` was most likely meant to be, if any is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return close[0] if close else None
+
+
 def did_you_mean(name: str, choices: Iterable[str], otherwise: str = "") -> str:
     """'; did you mean X?' for the closest of `choices`, else `otherwise`."""
-    close = difflib.get_close_matches(name, list(choices), n=1)
-    return f"; did you mean {close[0]!r}?" if close else otherwise
+    meant = closest(name, choices)
+    return f"; did you mean {meant!r}?" if meant else otherwise

@@ -47,12 +47,13 @@ class Finding:
 class Analysis:
     findings: list[Finding] = field(default_factory=list)
     section_refs: list[str] = field(default_factory=list)  # ids read via sections.<id>
+    names: frozenset[str] = frozenset()  # the variables it reads from its context
     includes: list[tuple[str, int]] = field(default_factory=list)  # (template name, line)
 
 
 def analyze(ast: nodes.Template, scope: Scope, source: str = "") -> Analysis:
     """Findings ordered as they appear in `source` (the template text), first one first."""
-    out = Analysis()
+    out = Analysis(names=frozenset(meta.find_undeclared_variables(ast)))
     out.findings += _private_access(ast)
     out.findings += _unknown_names(ast, scope)
     out.findings += _section_refs(ast, scope, out.section_refs)

@@ -4,6 +4,7 @@ them, StrictUndefined, and the `slug` / `words` / `last_words` filters. No pipel
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
 from jinja2.environment import Environment
 from jinja2.sandbox import SandboxedEnvironment
 
+from gen.errors import TemplateError
+from gen.pipeline.snippet import decode_source
 from gen.pipeline.words import count_words, last_words, slugify
 
 _REPO_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -63,6 +66,10 @@ class ConfinedLoader(FileSystemLoader):
             raise TemplateNotFound(
                 template, f"template {template!r} not found in {folders}"
             ) from None
+        except UnicodeDecodeError:  # read it again as bytes: the error names line and column
+            path = next(root / template for root in self.roots if (root / template).is_file())
+            decode_source(path.read_bytes(), display_name(str(path)), TemplateError)
+            raise  # it is UTF-8 now: it was rewritten in between
         resolved = Path(filename).resolve()
         if not any(resolved.is_relative_to(root) for root in self.roots):
             raise TemplateOutsideFolders(
@@ -70,6 +77,15 @@ class ConfinedLoader(FileSystemLoader):
             )
         self.loaded.add(filename)
         return source, filename, uptodate
+
+
+def display_name(filename: str) -> str:
+    """A file as users would type it: relative to the working directory if inside."""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if rel.startswith("..") else rel
 
 
 def make_environment(dirs: Sequence[Path]) -> SandboxedEnvironment:

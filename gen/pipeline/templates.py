@@ -4,7 +4,6 @@ YAML or a file), render them, and turn every Jinja failure into a located Templa
 
 from __future__ import annotations
 
-import os
 import re
 import traceback
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from gen.errors import TemplateError
 from gen.pipeline.snippet import located_error
 from gen.pipeline.template_check import Finding, Scope, analyze
-from gen.pipeline.template_env import ConfinedLoader
+from gen.pipeline.template_env import ConfinedLoader, display_name
 from gen.pipeline.variables import SectionResult
 from gen.pipeline.yaml_loader import SourceMap, YamlPath, format_path
 
@@ -43,6 +42,7 @@ class TemplateSet:
         self.smap = smap
         self._compiled: dict[YamlPath, tuple[Template, _Origin]] = {}
         self._inline: dict[str, _Origin] = {}  # compiled filename -> origin
+        self._reads: dict[YamlPath, set[str]] = {}  # variables and sections.<id> read
 
     def __contains__(self, path: YamlPath) -> bool:
         return tuple(path) in self._compiled
@@ -67,7 +67,7 @@ class TemplateSet:
             raise self._syntax_error(exc, origin) from None
         template = self.env.template_class.from_code(self.env, code, self.env.make_globals(None))
         self._compiled[path] = (template, origin)
-        return self._check(ast, origin, scope, set())
+        return self._check(ast, origin, scope, set(), self._reads.setdefault(path, set()))
 
     def add_file(self, path: YamlPath, name: str, scope: Scope) -> list[str]:
         """Load, compile and check the template file `name` named at `path`."""
@@ -83,8 +83,17 @@ class TemplateSet:
         origin = self._file_origin(label, template.filename)
         self._compiled[path] = (template, origin)
         return self._check(
-            self.env.parse(origin.text, name, template.filename), origin, scope, {name}
+            self.env.parse(origin.text, name, template.filename),
+            origin,
+            scope,
+            {name},
+            self._reads.setdefault(path, set()),
         )
+
+    def reads(self, path: YamlPath) -> frozenset[str]:
+        """The variables the template at `path` reads (its includes too), and each section
+        it reads as `sections.<id>`, named "sections.<id>"."""
+        return frozenset(self._reads.get(tuple(path), ()))
 
     def render(self, path: YamlPath, variables: dict[str, Any]) -> str:
         template, origin = self._compiled[tuple(path)]
@@ -97,11 +106,14 @@ class TemplateSet:
 
     # -- static checks ------------------------------------------------------------------
 
-    def _check(self, ast: Any, origin: _Origin, scope: Scope, seen: set[str]) -> list[str]:
+    def _check(
+        self, ast: Any, origin: _Origin, scope: Scope, seen: set[str], reads: set[str]
+    ) -> list[str]:
         analysis = analyze(ast, scope, origin.text)
         if analysis.findings:
             raise self._locate(origin, analysis.findings[0])
         refs = list(analysis.section_refs)
+        reads |= analysis.names | {f"sections.{ref}" for ref in refs}
         for name, lineno in analysis.includes:
             if name in seen:
                 continue
@@ -116,7 +128,8 @@ class TemplateSet:
                     exc, self._file_origin(f"template {name!r}", exc.filename)
                 ) from None
             sub_origin = _Origin(f"template {name!r}", source, filename=filename)
-            refs += [r for r in self._check(sub, sub_origin, scope, seen) if r not in refs]
+            found = self._check(sub, sub_origin, scope, seen, reads)
+            refs += [r for r in found if r not in refs]
         return refs
 
     # -- errors -------------------------------------------------------------------------
@@ -174,7 +187,7 @@ class TemplateSet:
         tcol = finding.column(tline)
         width = len(finding.needle) if finding.needle and finding.needle in tline else 1
         if origin.path is None:
-            file = _display(origin.filename or "<template>")
+            file = display_name(origin.filename or "<template>")
             line, col = min(finding.lineno, max(len(tlines), 1)), tcol + 1
             return located_error(message, file, tlines, line, col, width, TemplateError)
         span = self.smap.value_span(origin.path)
@@ -199,12 +212,3 @@ class TemplateSet:
                     col = found + shift + 1
                     return self._at(line, col, message, width)
         return self._at(span.line, span.col, message, span.width)
-
-
-def _display(filename: str) -> str:
-    """A template file as users would type it: relative to the working directory if inside."""
-    try:
-        rel = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return filename if rel.startswith("..") else rel

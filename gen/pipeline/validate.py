@@ -19,7 +19,9 @@ from gen.pipeline.references import (
 )
 from gen.pipeline.render import DEFAULT_DOCUMENT, LENGTH_FIELDS, document_path
 from gen.pipeline.schema_errors import schema_error
-from gen.pipeline.spec import IDENTIFIER, Pipeline
+from gen.pipeline.setting_overrides import apply_settings, split_overrides
+from gen.pipeline.snippet import decode_source
+from gen.pipeline.spec import Pipeline
 from gen.pipeline.template_env import make_environment, template_dirs
 from gen.pipeline.templates import TemplateSet
 from gen.pipeline.variables import RESERVED, document_scope, input_scope, prompt_scope
@@ -28,14 +30,16 @@ from gen.pipeline.yaml_loader import SourceMap, YamlPath, load_yaml
 
 def load_pipeline(path: str | Path, overrides: Mapping[str, object] | None = None) -> Pipeline:
     """Load and statically check the pipeline file at `path`; raises ConfigError/TemplateError.
-    `overrides` (from --set or a batch record) replace declared inputs."""
+    `overrides` (from --set or a batch record) replace declared inputs, and with a key
+    `defaults.KEY` or `sections.ID.KEY` set a generation setting."""
     file, source = str(path), Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        data = source.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"pipeline file not found: {file}", file=file) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ConfigError(f"cannot read pipeline: {exc}", file=file) from None
+    text = decode_source(data, file, ConfigError)
     return load_pipeline_text(
         text, file=file, base_dir=source.parent, name=source.stem, overrides=overrides
     )
@@ -62,10 +66,13 @@ def load_pipeline_text(
         pipeline = Pipeline.model_validate(data)
     except ValidationError as exc:
         raise schema_error(exc, data, smap) from None
-    pipeline._file = file
+    pipeline._file, pipeline._source = file, text
     _check_inputs(pipeline, smap)
-    if overrides:
-        pipeline.inputs = apply_overrides(pipeline.inputs, overrides, smap)
+    inputs, settings = split_overrides(overrides or {})
+    apply_settings(pipeline, settings)
+    if inputs:
+        pipeline.inputs = apply_overrides(pipeline.inputs, inputs, smap)
+    _check_context(pipeline, smap)
     _check_sections(pipeline, smap)
     origins = check_references(pipeline, smap)
     pipeline._templates = _compile_templates(pipeline, smap, base_dir, origins)
@@ -74,11 +81,26 @@ def load_pipeline_text(
 
 
 def _check_inputs(pipeline: Pipeline, smap: SourceMap) -> None:
+    """Input names are template variables: identifiers in any script (`topic`, `主题`)."""
     for key in pipeline.inputs:
-        if not IDENTIFIER.match(key):
-            raise fail(smap, ("inputs", key), "must be an identifier", at="key")
+        if not isinstance(key, str) or not key.isidentifier():
+            message = "an input name must be letters, digits and _ (any script), not starting "
+            raise fail(smap, ("inputs", key), f"{message}with a digit, got {key!r}", at="key")
         if key in RESERVED:
             raise fail(smap, ("inputs", key), f"{key!r} is a reserved name", at="key")
+
+
+def _check_context(pipeline: Pipeline, smap: SourceMap) -> None:
+    """A fixed window must leave room for a prompt beside the reserve; a window of `auto`
+    is checked against the model's context length before it loads (model_check.py)."""
+    window, reserve = pipeline.context.window, pipeline.context.reserve
+    if window == "auto" or reserve < window:
+        return
+    if "reserve" in pipeline.context.model_fields_set:
+        message = f"must be less than context.window ({window}), got {reserve}"
+        raise fail(smap, ("context", "reserve"), f"{message}: no token is left for the prompt")
+    message = f"{window} leaves no room for the prompt beside the default reserve of {reserve}"
+    raise fail(smap, ("context", "window"), f"{message} tokens; raise it or set context.reserve")
 
 
 def _check_sections(pipeline: Pipeline, smap: SourceMap) -> None:

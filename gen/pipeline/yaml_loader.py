@@ -1,10 +1,13 @@
 """YAML with positions: plain Python data plus a SourceMap of every key and value (1-based).
 
-Knows YAML syntax, duplicate keys and locations; nothing about pipelines.
+Knows YAML syntax, duplicate keys, characters YAML refuses, alias bombs and locations;
+nothing about pipelines.
 """
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -12,11 +15,13 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from gen.errors import ConfigError
-from gen.pipeline.snippet import located_error
+from gen.pipeline.snippet import located_error, position
 
 YamlPath = tuple[Any, ...]  # mapping keys and sequence indices from the root
+MAX_VALUES = 100_000  # what a document may expand to through aliases and merges
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +101,17 @@ class SourceMap:
 def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     """Parse one YAML document into plain data and its SourceMap; errors are ConfigError."""
     smap = SourceMap(file, text)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # raised for the whole text before parsing
+        raise _character_error(exc, smap) from None
     try:
         root = loader.get_single_node()
-        data = None if root is None else _Builder(loader, smap).build(root, ())
+        data = None
+        if root is not None:
+            builder = _Builder(loader, smap)
+            builder.size(root)  # refuses an alias bomb before anything is built
+            data = builder.build(root, ())
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(exc, smap) from None
     finally:
@@ -113,25 +125,58 @@ class _Builder:
     def __init__(self, loader: yaml.SafeLoader, smap: SourceMap) -> None:
         self.loader = loader
         self.smap = smap
+        self.sizes: dict[int, int] = {}  # id(node) -> values it expands to
         self.active: set[int] = set()
+
+    def size(self, node: Node) -> int:
+        """The values `node` expands to, each alias counted again: an alias is the same
+        node once more, so nine levels of nine aliases would build 9**9 values. Counted per
+        node before anything is built; past MAX_VALUES it fails at the innermost node
+        that crosses the limit."""
+        if id(node) in self.sizes:
+            return self.sizes[id(node)]
+        if id(node) in self.active:
+            raise self._error(node, "recursive YAML alias")
+        self.active.add(id(node))
+        total = 1
+        try:
+            for child, merged in self._children(node):
+                total += self.size(child) - (1 if merged else 0)
+                if total > MAX_VALUES:
+                    raise self._error(
+                        node,
+                        f"aliases (*name) or merges (<<:) expand this value past "
+                        f"{MAX_VALUES:,} values; write the values out, or repeat them less",
+                    )
+        finally:
+            self.active.discard(id(node))
+        self.sizes[id(node)] = total
+        return total
+
+    def _children(self, node: Node) -> Iterator[tuple[Node, bool]]:
+        """The nodes `node` holds, each with whether it is merged in (`<<:`): a merge
+        brings in a mapping's entries, not the mapping itself."""
+        if isinstance(node, SequenceNode):
+            yield from ((item, False) for item in node.value)
+        elif isinstance(node, MappingNode):
+            for key, value in node.value:
+                sources = value.value if isinstance(value, SequenceNode) else [value]
+                if key.tag == _MERGE_TAG and all(isinstance(s, MappingNode) for s in sources):
+                    yield from ((source, True) for source in sources)
+                else:
+                    yield from ((key, False), (value, False))
 
     def build(self, node: Node, path: YamlPath) -> Any:
         self.smap.values.setdefault(path, Span.of(node))
-        if id(node) in self.active:
-            raise self._error(node, "recursive YAML alias")
         if isinstance(node, ScalarNode):
             return self.loader.construct_object(node, deep=True)
-        self.active.add(id(node))
-        try:
-            if isinstance(node, SequenceNode):
-                self._expect_tag(node, _SEQ_TAG)
-                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-            if not isinstance(node, MappingNode):
-                raise self._error(node, "unsupported YAML node")
-            self._expect_tag(node, _MAP_TAG)
-            return self._mapping(node, path)
-        finally:
-            self.active.discard(id(node))
+        if isinstance(node, SequenceNode):
+            self._expect_tag(node, _SEQ_TAG)
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        if not isinstance(node, MappingNode):
+            raise self._error(node, "unsupported YAML node")
+        self._expect_tag(node, _MAP_TAG)
+        return self._mapping(node, path)
 
     def _mapping(self, node: MappingNode, path: YamlPath) -> dict[Any, Any]:
         self.loader.flatten_mapping(node)  # resolves `<<:` merge keys
@@ -156,6 +201,19 @@ class _Builder:
     def _error(self, node: Node, message: str) -> ConfigError:
         span = Span.of(node)
         return self.smap.error_at(span.line, span.col, message, span.width)
+
+
+def _character_error(exc: yaml.reader.ReaderError, smap: SourceMap) -> ConfigError:
+    """YAML refuses control characters (NUL, ESC, ...) anywhere in a file; say where."""
+    code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+    kind = "control character" if unicodedata.category(chr(code)) == "Cc" else "character"
+    escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    line, col = position(smap.text, exc.position)
+    message = (
+        f"{kind} U+{code:04X} is not allowed in YAML; delete it, or write it as {escape} "
+        "inside a double-quoted string"
+    )
+    return smap.error_at(line, col, message)
 
 
 def _syntax_error(exc: yaml.MarkedYAMLError, smap: SourceMap) -> ConfigError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from gen.engine import SamplingParams
@@ -70,3 +71,30 @@ def test_each_row_draws_from_its_own_generator() -> None:
     assert draws(1, 2)[0] == draws(1, 3)[0]
     assert draws(1, 2)[1] == draws(5, 2)[1]
     assert draws(1, 2)[0] != draws(4, 2)[0]
+
+
+def test_logit_bias_shifts_only_the_named_tokens_of_its_own_row() -> None:
+    logits = torch.stack([LOGITS, LOGITS])
+    biased = SamplingParams(temperature=0, logit_bias={0: -100.0, 3: 2.0, 99: 5.0})
+    plain = SamplingParams(temperature=0)
+    # row 0: token 0 is banned, token 3 gains 2 (0.0625 * e**2 > 0.25); id 99 is past the vocab
+    assert sample(logits, [biased, plain], [None, None], [None, None], [(), ()]) == [3, 0]
+    draws = [
+        sample(
+            LOGITS[None].clone(),
+            [SamplingParams(temperature=1.0, logit_bias=((4, 100.0),))],
+            [torch.Generator().manual_seed(seed)],
+            [None],
+            [()],
+        )[0]
+        for seed in range(20)
+    ]
+    assert set(draws) == {4}
+
+
+def test_logit_bias_is_checked() -> None:
+    with pytest.raises(ValueError, match="logit_bias"):
+        SamplingParams(logit_bias={5: 101.0})
+    with pytest.raises(ValueError, match="logit_bias"):
+        SamplingParams(logit_bias={-1: 1.0})
+    assert SamplingParams(logit_bias={7: 2}).logit_bias == ((7, 2.0),)

@@ -128,7 +128,7 @@ def test_resolve_openai() -> None:
 def test_corrupt_gguf_is_a_model_error(gen_home: Path, tmp_path: Path, content: bytes) -> None:
     bad = tmp_path / "x.gguf"
     bad.write_bytes(content)
-    with pytest.raises(ModelError, match="cannot read this GGUF file") as err:
+    with pytest.raises(ModelError, match="truncated or not a GGUF file") as err:
         prepare(str(bad))
     assert str(bad) in str(err.value)
     # nothing half-converted is left behind, so the next try starts clean

@@ -129,6 +129,10 @@ class FakeBackend:
     def count_text(self, text: str) -> int:
         return len(text)
 
+    def word_ids(self, word: str) -> list[int]:
+        """A word's "first token": its first character's code point."""
+        return [ord(word[0])] if word else []
+
     def count_tokens(self, messages: list[Message]) -> int:
         return count_chars(messages)
 

@@ -181,4 +181,8 @@ def test_a_loop_begun_in_the_round_before_is_cut_there(tmp_path: Path) -> None:
     assert rounds[1]["stop_reason"] == "repetition"
     assert rounds[1]["repetition"]["kind"] == "refrain"
     retry = backend.calls[-1]  # (round 2 went on in the same kv stream)
+    # the retry makes the refrain's subject less likely (the fake's id for a word: ord of
+    # its first character), and the first request had no bias
+    assert retry.params.logit_bias == ((ord("s"), -6.0),)
+    assert backend.calls[0].params.logit_bias == ()
     assert retry.continue_final and retry.messages[-1]["content"] == opening + refrain[0]

@@ -9,6 +9,7 @@ from typing import Any
 
 from gen.errors import BackendError
 from gen.pipeline import count_words
+from gen.pipeline.render import CONTEXT_LABELS
 
 from .fake_backend import (
     FakeBackend,
@@ -96,7 +97,11 @@ def test_fan_out_with_previous_runs_in_order(tmp_path: Path) -> None:
     backend = FakeBackend({"outline": [(OUTLINE, "stop")]})
     manifest, _ = run(pipeline_from(text), backend, tmp_path)
     assert manifest["status"] == "completed"
-    prompts = {c.key: c.messages[-1]["content"] for c in backend.calls}
+    # the outline, which the prompt does not place, comes first as a labelled block
+    labels = CONTEXT_LABELS["en"]
+    plan = f"{labels['outline']}:\n\n{OUTLINE.strip()}\n\n{labels['task']}:\n\n"
+    assert all(c.messages[-1]["content"].startswith(plan) for c in backend.calls[1:])
+    prompts = {c.key: c.messages[-1]["content"].removeprefix(plan) for c in backend.calls}
     assert prompts["part-1"].startswith("[part-1] <> Write part 1")
     assert prompts["part-2"].startswith("[part-2] <Text of part-1.> Write part 2")
     assert prompts["part-3"].startswith("[part-3] <Text of part-2.> Write part 3")

@@ -14,6 +14,7 @@ from gen.pipeline import (
     render_system,
     render_title,
 )
+from gen.pipeline.render import CONTEXT_LABELS
 
 from .conftest import WritePipeline
 
@@ -64,10 +65,13 @@ def test_render_inline_prompt_and_context_all() -> None:
     results = {"outline": outline, "part": SectionResult.fan_in("part", parts)}
     summary = pipeline.section("summary")
     variables = prompt_variables(pipeline, summary, results)
+    assert variables["earlier"] == OUTLINE + "\n\n正文 0\n\n正文 1\n\n正文 2"
+    # the prompt does not place {{ earlier }}: it comes first, as a labelled block
+    labels = CONTEXT_LABELS["en"]
     assert render_prompt(pipeline, summary, variables) == (
+        f"{labels['earlier']}:\n\n{variables['earlier'].strip()}\n\n{labels['task']}:\n\n"
         "Summarise the report on The printing press for students.\nParts: 3"
     )
-    assert variables["earlier"] == OUTLINE + "\n\n正文 0\n\n正文 1\n\n正文 2"
     assert render_title(pipeline, summary, variables) == "Summary"
 
 

@@ -424,3 +424,28 @@ def test_prose_about_one_subject_passes() -> None:
         "你们回家。他们做饭。\n"
     )
     assert feed_in_pieces(text) is None
+
+
+def test_one_word_crowding_out_the_rest() -> None:
+    # what the bundled model wrote 1,500 words into an article on sourdough
+    names = re.findall(
+        r"\w+",
+        "grace mercy glory truth name throne hand heart kingdom law love joy power wrath hope "
+        "peace light word will plan gift voice face eyes wisdom strength patience favour time "
+        "house people city temple promise spirit breath fire rest path song image",
+    )
+    text = PROSE + "This is the end of it. " + ", ".join(f"God's {n}" for n in names) + "."
+    found = feed_in_pieces(text, 5)
+    assert found is not None and found.kind == "word"
+    assert found.detail.startswith("“god's” is ")
+    assert text[: found.keep] == PROSE + "This is the end of it."
+
+
+def test_a_refrain_that_opens_with_this_is() -> None:
+    text = "Bread rises. " + " ".join(
+        f"This is {what} of baking." for what in ("a science", "the art", "God's gift", "how",
+                                                  "the end", "all")
+    )  # fmt: skip
+    found = feed_in_pieces(text)
+    assert found is not None and found.kind == "refrain"
+    assert found.detail.endswith("this is")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gen.cli import main
 from gen.errors import ConfigError, TemplateError
 from gen.pipeline import load_pipeline, load_pipeline_text
 
@@ -222,3 +223,58 @@ def test_inline_template_errors_point_into_the_yaml(
     with pytest.raises(TemplateError, match="undefined variable 'nope'") as info:
         load_pipeline(path)
     assert (info.value.line, info.value.col) == (line, col)
+
+
+# -- names in any script, and several errors at once -------------------------------------
+
+
+def test_input_names_may_be_any_unicode_identifier(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        "inputs:\n  主题: 茶\n  thème_2: x\n"
+        "sections:\n  - {id: a, prompt: '写 {{ 主题 }} {{ thème_2 }}'}\n"
+    )
+    pipeline = load_pipeline(path, {"主题": "长城🧱"})
+    assert pipeline.inputs == {"主题": "长城🧱", "thème_2": "x"}
+    with pytest.raises(ConfigError, match="--set 主题x: unknown input; did you mean '主题'"):
+        load_pipeline(path, {"主题x": "长城"})
+
+
+def test_the_shipped_chinese_pipeline_takes_its_input_by_its_chinese_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = Path(__file__).parents[2] / "pipelines" / "zh-article.yaml"
+    assert "--set 主题=长城" in path.read_text("utf-8")  # what its comment tells users
+    assert main(["validate", str(path), "--set", "主题=长城"]) == 0
+    first, *notes = capsys.readouterr().out.splitlines()
+    assert first.endswith("ok (3 sections, model smollm2-135m)")
+    # and it says how the body's context reaches the model
+    assert notes == [
+        "  body: context [previous]: previous added as a labelled block before the prompt "
+        "(the template does not place it)"
+    ]
+
+
+def test_several_schema_errors_are_all_shown(write_pipeline: WritePipeline) -> None:
+    path = write_pipeline(
+        "nme: x\ndefaults:\n  max_tokens: -1\n  top_p: 3\n  temperature: hot\n"
+        "sections:\n  - {id: a, prompt: A}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_pipeline(path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{path}:1:1: unknown top-level key 'nme'; did you mean 'name'?"
+    assert lines[4:] == [
+        f"{path}:3:15: defaults.max_tokens: must be > 0, got -1",
+        f"{path}:4:10: defaults.top_p: must be <= 1.0, got 3",
+        "(and 1 more error)",
+    ]
+
+
+def test_a_misspelt_required_key_is_one_error_with_its_hint(
+    write_pipeline: WritePipeline,
+) -> None:
+    path = write_pipeline("name: x\nsection:\n  - {id: a, prompt: A}\n")
+    with pytest.raises(ConfigError) as info:
+        load_pipeline(path)
+    assert info.value.message == "unknown top-level key 'section'; did you mean 'sections'?"
+    assert (info.value.line, info.value.col, info.value.notes) == (2, 1, ())

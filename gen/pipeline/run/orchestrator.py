@@ -10,6 +10,7 @@ import time
 import traceback
 from typing import Any
 
+from gen import __version__
 from gen.errors import ContextOverflowError, GenError
 from gen.pipeline.listparse import parse_list
 from gen.pipeline.render import render_document, render_lengths, render_title
@@ -119,7 +120,7 @@ class Orchestrator:
             "run_finished",
             status=self.status,
             metrics=manifest["metrics"],
-            document=manifest["document"],
+            document=str(self.run_dir.document_path) if manifest["document"] else None,
         )
         return manifest
 
@@ -239,7 +240,11 @@ class Orchestrator:
                     trimmed_tokens=first.trimmed_tokens,
                     cached=False,
                 )
-                await runner.run(first)
+                try:
+                    await runner.run(first)
+                finally:
+                    if runner.requests:
+                        self.run_dir.write_prompts(key, runner.requests)
                 if section.parse == "list":
                     rec.items = parse_list(rec.text, section.exclude)[: section.max_items]
                 self.run_dir.write_section(key, rec.text)
@@ -296,6 +301,7 @@ class Orchestrator:
             "distinct_4": round(rec.distinct_4, 3),
             "repeated_sentences": round(rec.repeated_sentences, 3),
             "finish_reason": rec.rounds[-1].finish_reason if rec.rounds else None,
+            "items": rec.items,  # what a fan-out over this section will run over
         }
 
     def _ordered(self) -> list[SectionRecord]:
@@ -316,8 +322,12 @@ class Orchestrator:
             target = sum(r.target_words or 0 for r in scored)
             doc_score = round(length_score(target, max(1, sum(r.words for r in scored))), 1)
         document = self.run_dir.document_path
+        pipeline = self.pipeline
         return {
-            "pipeline": self.pipeline.name,
+            "pipeline": pipeline.name,
+            "pipeline_file": pipeline.file,
+            "pipeline_sha256": hashlib.sha256(pipeline.source_text.encode("utf-8")).hexdigest(),
+            "gen_version": __version__,
             "run_id": self.run_dir.run_id,
             "status": self.status,
             "model": self.model,
@@ -331,6 +341,9 @@ class Orchestrator:
             else None,
             "document_words": count_words(document.read_text("utf-8")) if document.is_file() else 0,
             "length_score": doc_score,
+            "settings": {
+                s.id: pipeline.settings_for(s).model_dump(mode="json") for s in pipeline.sections
+            },
             "sections": [r.to_json() for r in records],
             "metrics": run_metrics(records, self.ctx.window, seconds),
         }

@@ -95,10 +95,25 @@ class SectionRecord:
         )
 
 
+def continuation_success_rate(records: list[SectionRecord]) -> float | None:
+    """Of the sections that needed continuing (the first round ran out of tokens, or there
+    was more than one round), the share that completed without being truncated. None when
+    no section needed continuing: there was nothing to succeed at, and 1.0 would read as a
+    success on a run where every section failed at once."""
+    needed = [
+        r
+        for r in records
+        if len(r.rounds) > 1 or (r.rounds and r.rounds[0].finish_reason == "length")
+    ]
+    if not needed:
+        return None
+    done = sum(r.status == "completed" and not r.truncated for r in needed)
+    return round(done / len(needed), 3)
+
+
 def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> dict[str, Any]:
     done = [r for r in records if r.status == "completed"]
     rounds = [rd for r in records for rd in r.rounds]
-    continued = [r for r in records if len(r.rounds) > 1]
     completion = sum(rd.completion_tokens for rd in rounds)
     utilization = [(rd.prompt_tokens + rd.completion_tokens) / window for rd in rounds if window]
     return {
@@ -106,15 +121,7 @@ def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> di
         "sections_completed": len(done),
         "sections_truncated": sum(r.truncated for r in records),
         "rounds_avg": round(len(rounds) / len(records), 2) if records else 0.0,
-        "continuation_success_rate": (
-            round(
-                sum(r.status == "completed" and not r.truncated for r in continued)
-                / len(continued),
-                3,
-            )
-            if continued
-            else 1.0
-        ),
+        "continuation_success_rate": continuation_success_rate(records),
         "context_utilization_max": round(max(utilization, default=0.0), 3),
         "prompt_tokens": sum(rd.prompt_tokens for rd in rounds),
         "cached_prompt_tokens": sum(rd.cached_prompt_tokens for rd in rounds),

@@ -10,13 +10,15 @@ from typing import Literal
 
 from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
 
-Kind = Literal["span", "sentence", "refrain", "collapse"]
+Kind = Literal["span", "sentence", "refrain", "collapse", "word"]
 DETAIL_CHARS = 60
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word
 # when that word is not a function word
 REFRAIN_LEAD, REFRAIN_SAME, REFRAIN_WINDOW = 2, 5, 6
 SUBJECT_SAME, SUBJECT_WINDOW = 6, 7
+# word: one word (not a function word) is more than this share of the recent tokens
+WORD_SHARE = 0.2
 DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those"})
 FUNCTION_WORDS = DETERMINERS | {
     "i", "you", "he", "she", "it", "we", "they", "its", "their", "his", "her", "our", "my",
@@ -24,6 +26,7 @@ FUNCTION_WORDS = DETERMINERS | {
     "and", "but", "or", "so", "if", "when", "then", "also", "however", "is", "are", "was",
     "were", "be", "it's",
 }  # fmt: skip
+CJK_FUNCTION = frozenset("的了是在和有我你他她它们这那也就都而与及之其")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,7 @@ class Repetition:
     start: int  # where the repeated material begins, in base + fed text
     keep: int  # the end of the last sound sentence at or before start (>= floor)
     detail: str
+    words: tuple[str, ...] = ()  # what the loop leans on: a refrain's subject, the word
 
 
 class LoopDetector:
@@ -48,6 +52,8 @@ class LoopDetector:
       two of them after base. start: the second of them.
     - "collapse": distinct 4-grams < collapse_distinct over the last collapse_tokens fed
       tokens. start: the first 4-gram in that window that repeats one before it.
+    - "word": one word that is not a function word is more than WORD_SHARE of those
+      tokens ("God's grace, God's mercy, ..."). start: where it begins to crowd the rest.
 
     base (earlier rounds) is read for its sentences and its tail, but nothing that ends inside
     it is reported; start and keep are never before `floor` (default: the end of base; the
@@ -99,12 +105,14 @@ class LoopDetector:
         # sentence: every earlier sentence; where fed units end (places to trim back to)
         self._seen: set[str] = set()
         self._leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
+        self._bare_leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._subjects: deque[tuple[str, int]] = deque(maxlen=SUBJECT_WINDOW)
         self._ends = [self._floor]
         # collapse: the last collapse_tokens fed tokens and their 4-grams
         self._recent: deque[Token] = deque()
         self._grams: deque[tuple[str, ...]] = deque()
         self._gram_counts: Counter[tuple[str, ...]] = Counter()
+        self._word_counts: Counter[str] = Counter()  # the recent tokens, function words aside
         for event in self._scanner.feed(base):
             self._event(event)
 
@@ -180,23 +188,26 @@ class LoopDetector:
         loop that varies only its ends."""
         if unit.kind != "text" or len(unit.tokens) < 3:
             return None
+        raw = tuple(unit.tokens[:REFRAIN_LEAD])
         tokens = unit.tokens[1:] if unit.tokens[0] in DETERMINERS else unit.tokens
-        lead = tuple(tokens[:REFRAIN_LEAD])
-        self._leads.append((lead, unit.start))
+        bare = tuple(tokens[:REFRAIN_LEAD])  # "The science of" and "This science of" alike
         word = tokens[0]
         if word in FUNCTION_WORDS or (len(word) == 1 and not word.isascii()):
             word = ""  # (one CJK character is not a subject; its two-token lead counts)
         self._subjects.append((word, unit.start))
-        same = [start for opening, start in self._leads if opening == lead]
-        if len(same) >= REFRAIN_SAME and self._fresh(same, fed):
-            detail = f"{len(same)} of the last {len(self._leads)} sentences open with: " + " ".join(
-                lead
-            )
-            return self._report("refrain", same[1], detail)
+        self._leads.append((raw, unit.start))
+        self._bare_leads.append((bare, unit.start))
+        for leads, lead in ((self._leads, raw), (self._bare_leads, bare)):
+            same = [start for opening, start in leads if opening == lead]
+            if len(same) >= REFRAIN_SAME and self._fresh(same, fed):
+                detail = f"{len(same)} of the last {len(leads)} sentences open with: " + " ".join(
+                    lead
+                )
+                return self._report("refrain", same[1], detail, lead[:1])
         same = [start for subject, start in self._subjects if word and subject == word]
         if len(same) >= SUBJECT_SAME and self._fresh(same, fed):
             detail = f"{len(same)} of the last {len(self._subjects)} sentences open with: {word}"
-            return self._report("refrain", same[1], detail)
+            return self._report("refrain", same[1], detail, (word,))
         return None
 
     def _fresh(self, starts: list[int], fed: bool) -> bool:
@@ -206,19 +217,26 @@ class LoopDetector:
 
     def _collapse(self, token: Token) -> Repetition | None:
         recent, grams, counts = self._recent, self._grams, self._gram_counts
+        words = self._word_counts
         if len(recent) == self._collapse_tokens:
-            recent.popleft()
+            dropped = recent.popleft()
+            if self._counts_as_word(dropped):
+                words[dropped.norm] -= 1
             oldest = grams.popleft()  # the 4-gram that began at the token just dropped
             counts[oldest] -= 1
             if not counts[oldest]:
                 del counts[oldest]
         recent.append(token)
+        if self._counts_as_word(token):
+            words[token.norm] += 1
         if len(recent) >= 4:
             gram = tuple(recent[i].norm for i in range(len(recent) - 4, len(recent)))
             grams.append(gram)
             counts[gram] += 1
         if len(recent) < self._collapse_tokens:
             return None
+        if words[token.norm] > WORD_SHARE * len(recent):
+            return self._word(token.norm)
         share = len(counts) / len(grams)
         if share >= self._collapse_distinct:
             return None
@@ -232,10 +250,32 @@ class LoopDetector:
         detail = f"distinct 4-grams {share:.2f} over the last {len(recent)} tokens"
         return self._report("collapse", first.start, detail)
 
-    def _report(self, kind: Kind, start: int, detail: str) -> Repetition:
+    @staticmethod
+    def _counts_as_word(token: Token) -> bool:
+        """Prose words other than function words (tables and code repeat cells and names)."""
+        norm = token.norm
+        return token.region == "text" and norm not in FUNCTION_WORDS and norm not in CJK_FUNCTION
+
+    def _word(self, word: str) -> Repetition:
+        """One word fills the window ("God's grace, God's mercy, God's ..."): cut where it
+        starts to take more than half again its share of what follows."""
+        recent = list(self._recent)
+        at = [i for i, t in enumerate(recent) if t.norm == word]
+        start = recent[at[-1]].start
+        for k, i in enumerate(at):
+            if len(at) - k > 1.5 * WORD_SHARE * (len(recent) - i):
+                start = recent[i].start
+                break
+        share = len(at) / len(recent)
+        detail = f"“{word}” is {share:.0%} of the last {len(recent)} words"
+        return self._report("word", start, detail, (word,))
+
+    def _report(
+        self, kind: Kind, start: int, detail: str, words: tuple[str, ...] = ()
+    ) -> Repetition:
         start = max(start, self._floor)
         keep = self._ends[bisect_right(self._ends, start) - 1]
-        return Repetition(kind, start, keep, detail)
+        return Repetition(kind, start, keep, detail, words)
 
 
 def _clip(text: str) -> str:

@@ -35,6 +35,50 @@ def _umask() -> int:
     return mask
 
 
+def check_out_dir(out: Path) -> None:
+    """Refuse an output folder no run can be written in (a file, under a file, read-only)
+    before a model loads; the folder itself is made later, with the run."""
+    head = f"--out {out}: cannot write the run"
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if existing == out and not out.is_dir():
+        raise ConfigError(f"{head}: {out} is a file, not a folder")
+    if not existing.is_dir():
+        raise ConfigError(f"{head}: {existing} is a file, so no folder can be made in it")
+    try:
+        _probe(existing)
+    except OSError as exc:
+        raise ConfigError(f"{head}: {exc.strerror}: {existing}") from None
+
+
+def check_events_path(target: str | None) -> None:
+    """Refuse an --events file that cannot be written (a folder, in a missing folder,
+    read-only) before a model loads; None and "-" (stdout) need no check."""
+    if target is None or target == "-":
+        return
+    head, path = f"--events {target}: cannot write", Path(target)
+    if path.is_dir():
+        raise ConfigError(f"{head}: it is a folder; give a file, or - for stdout")
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        problem = "is a file" if folder.exists() else "does not exist"
+        raise ConfigError(f"{head}: the folder {folder} {problem}")
+    try:
+        if path.exists():
+            path.open("a", encoding="utf-8").close()  # appending truncates nothing
+        else:
+            _probe(folder)
+    except OSError as exc:
+        raise ConfigError(f"{head}: {exc.strerror}: {exc.filename or path}") from None
+
+
+def _probe(folder: Path) -> None:
+    """Make and remove a file in `folder`: the honest test of writing there (os.access
+    answers yes to root on folders it still cannot write, such as /sys)."""
+    fd, name = tempfile.mkstemp(prefix=".gen-check-", dir=folder)
+    os.close(fd)
+    os.unlink(name)
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
@@ -88,6 +132,15 @@ class RunDir:
         if not key or "/" in key or "\\" in key or key.startswith("."):
             raise ConfigError(f"section key {key!r} cannot name a file in the run directory")
         return self.sections_dir / f"{key}.md"
+
+    def prompts_path(self, key: str) -> Path:
+        return self.path / "prompts" / self.section_path(key).with_suffix(".json").name
+
+    def write_prompts(self, key: str, rounds: list[dict[str, Any]]) -> None:
+        """prompts/<key>.json: per round, what was sent to the model and what came back."""
+        path = self.prompts_path(key)
+        body = {"section": key, "rounds": rounds}
+        atomic_write(path, json.dumps(body, ensure_ascii=False, indent=2) + "\n")
 
     def write_section(self, key: str, text: str) -> None:
         atomic_write(self.section_path(key), text)

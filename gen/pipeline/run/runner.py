@@ -28,10 +28,7 @@ class PreparedRun:
 
 
 def context_window(pipeline: Pipeline, backend: Backend) -> int:
-    window = pipeline.context.window
-    if window == "auto":
-        return backend.context_window
-    return min(int(window), backend.context_window)
+    return pipeline.context.window_for(backend.context_window)
 
 
 def prepare_run(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from gen.backends.base import Backend, Delta, Message, Stream
@@ -42,6 +42,11 @@ _DANGLING = re.compile(r"\n[ \t]*(?:#{1,6}|\d+[.)]|[-*+]|\*\*|__|part\s*\d*[:.]?
 HELD_SENTENCES = 5  # the last sentences are held back: a loop (a refrain takes 5) is cut unseen
 # a retry that kept this many words before the next loop has worked: the count starts again
 RETRY_PROGRESS_WORDS = 80
+# a retry samples this many tokens with its stronger settings, then the section goes on
+# with its own (a hotter, more penalised sampler drifts off the topic if left on)
+RETRY_TOKENS = 128
+# and with the word a refrain leans on made this much less likely (a logit bias)
+RETRY_BIAS = -6.0
 MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
 
 
@@ -66,6 +71,7 @@ def sampling(
     stop: tuple[str, ...] = (),
     retry: int = 0,
     strength: int = 0,
+    bias: tuple[tuple[int, float], ...] = (),
 ) -> SamplingParams:
     """The round's SamplingParams; the n-th retry after a loop samples with seed + n, and
     with DRY 1.5**strength times stronger (strength: retries in a row without progress)."""
@@ -90,6 +96,7 @@ def sampling(
         dry_base=settings.dry_base,
         dry_allowed_length=settings.dry_allowed_length,
         dry_penalty_last_n=settings.dry_penalty_last_n,
+        logit_bias=bias,
         seed=seed,
         stop=(*settings.stop, *stop),
         min_tokens=min(settings.min_tokens, max_tokens),
@@ -135,6 +142,10 @@ class SectionRun:
         self.retries = 0  # retries after a loop, in all
         self._stuck = 0  # retries in a row, each looping again within RETRY_PROGRESS_WORDS
         self._retry_mark = 0  # where the text stood at the last retry
+        self._extra_rounds = 0  # rounds that do not count against max_rounds (retries)
+        self._params = SamplingParams()  # what the current round samples with
+        self._avoid: set[str] = set()  # words the loops since the last recovery leaned on
+        self.requests: list[dict[str, Any]] = []  # per round what was sent: prompts/<key>.json
         self._round_start = 0  # where the current round's text begins in self.text
         self._round_starts: list[tuple[int, int]] = []  # (where, round): who wrote the text
         self._detector = LoopDetector()
@@ -189,7 +200,9 @@ class SectionRun:
                         self.rec.degenerate = True
                         break  # stop: it loops again right after every retry
                     self._stuck += 1
+                    self._avoid.update(cut.words)
                     self.retries += 1
+                    self._extra_rounds += 1
                     self._retry_mark = len(self.text)
                     mode = "prefix" if self.strategy in ("kv", "prefix") else "chat"
                 elif cut is not None:
@@ -198,8 +211,14 @@ class SectionRun:
                     finish = final.finish_reason if final else "stop"
                     if final is not None and final.stop_reason in self.stops:
                         break  # stop: it began a sibling part's title
-                    if finish == "length":
-                        if len(self.rec.rounds) >= max_rounds:
+                    if finish == "length" and self._recovered():
+                        # back to the section's own settings: a new request, same text
+                        self._stuck = 0
+                        self._avoid.clear()
+                        self._extra_rounds += 1
+                        mode = "prefix" if self.strategy in ("kv", "prefix") else "chat"
+                    elif finish == "length":
+                        if len(self.rec.rounds) >= max_rounds + self._extra_rounds:
                             # stop: rounds used up; a section past its target is complete
                             self.rec.truncated = self.policy.target is None or self.policy.short(
                                 self.text
@@ -219,10 +238,14 @@ class SectionRun:
                             self.rec.truncated = True
                             break  # stop: the context window cannot hold another round
                         fitted = Fitted([], used, 0)
-                        await stream.resume(min(self.settings.max_tokens, room))
+                        if self._stuck:
+                            room = min(room, RETRY_TOKENS)
+                        tokens = min(self.settings.max_tokens, room)
+                        self._params = replace(self._params, max_tokens=tokens)
+                        await stream.resume(tokens)
                         continue
                     self._append(await stream.close())
-                if len(self.rec.rounds) >= max_rounds + self.retries:
+                if len(self.rec.rounds) >= max_rounds + self._extra_rounds:
                     break  # stop: rounds used up (after a finished or a trimmed round)
                 cut_off = self.rec.rounds[-1].finish_reason == "length"
                 try:
@@ -254,6 +277,41 @@ class SectionRun:
         self.rec.distinct_4 = quality.distinct_4
         self.rec.repeated_sentences = quality.repeated_share
 
+    def _request(self, record: RoundRecord, fitted: Fitted, mode: RoundMode) -> dict[str, Any]:
+        """What one round sent: the messages (a kv round sends none: it decodes on in the
+        same sequence), the sampling settings with the seed, and the tokens."""
+        sampling_json = asdict(self._params)
+        for name in ("stop", "stop_token_ids", "dry_sequence_breakers"):
+            sampling_json[name] = list(sampling_json[name])
+        entry: dict[str, Any] = {
+            "round": len(self.rec.rounds) + 1,
+            "strategy": mode,
+            "messages": fitted.messages if mode != "kv" else None,
+            "continue_final_message": mode == "prefix",
+            "sampling": sampling_json,
+            "prompt_tokens": record.prompt_tokens,
+            "cached_prompt_tokens": record.cached_prompt_tokens,
+            "completion_tokens": record.completion_tokens,
+            "trimmed_tokens": record.trimmed_tokens,
+            "trimmed_characters": dict(fitted.trimmed),
+            "finish_reason": record.finish_reason,
+            "stop_reason": record.stop_reason,
+        }
+        return entry
+
+    def _bias(self) -> tuple[tuple[int, float], ...]:
+        """A retry makes the words its loops leaned on less likely (while it is stuck)."""
+        if not self._stuck:
+            return ()
+        ids = {i for word in self._avoid for i in self.ctx.backend.word_ids(word)}
+        return tuple((i, RETRY_BIAS) for i in sorted(ids))
+
+    def _recovered(self) -> bool:
+        """A retry has written RETRY_PROGRESS_WORDS without a loop: the stronger sampling
+        can end."""
+        progress = count_words(self.text[self._retry_mark :])
+        return self._stuck > 0 and progress >= RETRY_PROGRESS_WORDS
+
     def _finish_text(self) -> None:
         """The end of the section: a dangling marker left by a stop is dropped, and
         everything still held back is shown."""
@@ -267,6 +325,8 @@ class SectionRun:
 
     async def _open(self, fitted: Fitted, mode: RoundMode) -> Stream:
         room = self.ctx.window - fitted.prompt_tokens
+        if self._stuck:
+            room = min(room, RETRY_TOKENS)
         params = sampling(
             self.settings,
             max(1, min(self.settings.max_tokens, room)),
@@ -274,7 +334,9 @@ class SectionRun:
             stop=self.stops,
             retry=self.retries,
             strength=self._stuck,
+            bias=self._bias(),
         )
+        self._params = params
         return await self.ctx.backend.chat(
             fitted.messages,
             params,
@@ -406,6 +468,7 @@ class SectionRun:
             )
             if isinstance(cut, Repetition):
                 record.repetition = {"kind": cut.kind, "detail": cut.detail}
+        self.requests.append(self._request(record, fitted, mode))
         self.ctx.events.emit(
             "round_finished",
             section=self.rec.key,

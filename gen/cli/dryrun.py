@@ -1,0 +1,41 @@
+"""`gen run --dry-run`: print every planned prompt; load the tokenizer, not the model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO
+
+from gen.pipeline.run.dryrun import PlannedPrompt, plan_prompts
+from gen.pipeline.spec import Pipeline
+
+
+def dry_run(pipeline: Pipeline, model: str, as_json: bool, out: IO[str] = sys.stdout) -> int:
+    from gen.backends.tokens import open_tokenizer
+
+    backend = open_tokenizer(model)
+    plans = plan_prompts(pipeline, backend)
+    if as_json:
+        for plan in plans:
+            out.write(json.dumps(plan.to_json(), ensure_ascii=False) + "\n")
+        return 0
+    print(
+        f"# dry run of {pipeline.name} with {model} ({backend.name}); nothing is generated",
+        file=out,
+    )
+    for plan in plans:
+        write_plan(plan, out)
+    return 0
+
+
+def write_plan(plan: PlannedPrompt, out: IO[str]) -> None:
+    trimmed = f", trimmed {plan.trimmed_tokens} tokens" if plan.trimmed_tokens else ""
+    print(f"\n=== {plan.key}: {plan.title} ===", file=out)
+    print(
+        f"# {plan.prompt_tokens} prompt tokens{trimmed}, max_tokens {plan.max_tokens}, "
+        f"seed {plan.seed}",
+        file=out,
+    )
+    for text in plan.placeholders:
+        print(f"# stands in for what the model writes: {text}", file=out)
+    out.write(plan.rendered if plan.rendered.endswith("\n") else plan.rendered + "\n")

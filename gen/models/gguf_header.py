@@ -1,0 +1,152 @@
+"""A GGUF file's header, read without its weights: the metadata (the context length) and
+where its tensor data must end, so a truncated file is refused before any conversion.
+
+Knows the GGUF v2/v3 layout only; the sizes of quantised blocks come from the gguf package.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from gen.errors import ModelError
+
+_MAGIC = b"GGUF"
+_VERSIONS = (2, 3)
+_STRING, _ARRAY = 8, 9
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+            10: "<Q", 11: "<q", 12: "<d"}  # fmt: skip
+_MAX_DIMS = 8
+_ALIGNMENT = 32  # when general.alignment is not set
+
+
+class _Malformed(Exception):
+    """The bytes end early or do not follow the GGUF layout."""
+
+
+@dataclass(frozen=True, slots=True)
+class GGUFHeader:
+    """The scalar and string metadata (arrays such as the vocabulary are skipped) and the
+    byte offset where the last tensor's data ends."""
+
+    metadata: dict[str, Any]
+    data_end: int
+
+    @property
+    def context_length(self) -> int | None:
+        arch = self.metadata.get("general.architecture")
+        value = self.metadata.get(f"{arch}.context_length")
+        return value if isinstance(value, int) and value > 0 else None
+
+
+def read_header(path: Path) -> GGUFHeader:
+    """The header of the GGUF file at `path`; ModelError naming the file when it is cut
+    short or is not a GGUF file at all. Kept per file version: `gen run` reads it before
+    the model loads and the store again before converting."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return _read_header(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_header(path: Path, size: int, mtime_ns: int) -> GGUFHeader:
+    try:
+        with path.open("rb") as f:
+            header = _parse(_Reader(f, size))
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except _Malformed as exc:
+        raise ModelError(f"{path}: truncated or not a GGUF file ({exc})") from None
+    if header.data_end > size:
+        raise ModelError(
+            f"{path}: truncated or not a GGUF file (its tensors need {header.data_end:,} "
+            f"bytes, the file has {size:,})"
+        )
+    return header
+
+
+class _Reader:
+    """Little-endian reads that fail as _Malformed instead of returning short data."""
+
+    def __init__(self, f: BinaryIO, size: int) -> None:
+        self.f = f
+        self.size = size
+
+    def take(self, n: int) -> bytes:
+        if n > self.size - self.f.tell():
+            raise _Malformed(f"the file ends before byte {self.f.tell() + n:,}")
+        return self.f.read(n)
+
+    def skip(self, n: int) -> None:
+        if n > self.size - self.f.tell():
+            raise _Malformed(f"the file ends before byte {self.f.tell() + n:,}")
+        self.f.seek(n, 1)
+
+    def scalar(self, fmt: str) -> Any:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        return self.take(self.scalar("<Q")).decode("utf-8", errors="replace")
+
+    def value(self, kind: int) -> Any:
+        """One metadata value; an array is skipped over and read as None."""
+        if kind in _SCALARS:
+            return self.scalar(_SCALARS[kind])
+        if kind == _STRING:
+            return self.string()
+        if kind != _ARRAY:
+            raise _Malformed(f"unknown metadata type {kind}")
+        item, count = self.scalar("<I"), self.scalar("<Q")
+        if item in _SCALARS:
+            self.skip(count * struct.calcsize(_SCALARS[item]))
+        elif item == _STRING:
+            for _ in range(count):
+                self.skip(self.scalar("<Q"))
+        else:
+            raise _Malformed(f"unknown array item type {item}")
+        return None
+
+
+def _parse(r: _Reader) -> GGUFHeader:
+    # 1) magic, version and counts
+    if r.take(4) != _MAGIC:
+        raise _Malformed("no GGUF magic number at the start")
+    version = r.scalar("<I")
+    if version not in _VERSIONS:
+        raise _Malformed(f"GGUF version {version}; readable are {_VERSIONS}")
+    n_tensors, n_metadata = r.scalar("<Q"), r.scalar("<Q")
+    # 2) metadata
+    metadata: dict[str, Any] = {}
+    for _ in range(n_metadata):
+        key = r.string()
+        metadata[key] = r.value(r.scalar("<I"))
+    # 3) tensor table: name, shape, type, offset into the data section
+    end = 0
+    for _ in range(n_tensors):
+        r.skip(r.scalar("<Q"))
+        n_dims = r.scalar("<I")
+        if n_dims > _MAX_DIMS:
+            raise _Malformed(f"a tensor with {n_dims} dimensions")
+        elements = 1
+        for _ in range(n_dims):
+            elements *= r.scalar("<Q")
+        kind, offset = r.scalar("<I"), r.scalar("<Q")
+        end = max(end, offset + _tensor_bytes(kind, elements))
+    alignment = metadata.get("general.alignment") or _ALIGNMENT
+    start = -(-r.f.tell() // alignment) * alignment
+    return GGUFHeader(metadata, start + end)
+
+
+def _tensor_bytes(kind: int, elements: int) -> int:
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    try:
+        block, size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
+    except (KeyError, ValueError):
+        raise _Malformed(f"unknown tensor type {kind}") from None
+    return elements // block * size

@@ -59,8 +59,14 @@ def run_quality(
             started = time.monotonic()
             prepared = prepare_run(pipeline, backend, root, model=model)
             manifest = asyncio.run(prepared.execute())
-            text = prepared.run_dir.document_path.read_text("utf-8")
-            body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+            # the document's text without the headings its template writes: the sections in
+            # it, as the model wrote them (their own headings included)
+            shown = {s.id for s in pipeline.sections if s.in_document}
+            body = "\n\n".join(
+                prepared.run_dir.section_path(s["id"]).read_text("utf-8")
+                for s in manifest["sections"]
+                if s["section"] in shown and s["status"] == "completed"
+            )
             q = measure(body)
             words = count_words(body)
             rows.append(

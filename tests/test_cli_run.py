@@ -46,7 +46,14 @@ def test_a_signal_or_closed_stdout_cancels_the_run_and_keeps_finished_sections(
     path = tmp_path / "slow.yaml"
     path.write_text(SLOW, encoding="utf-8")
     cmd = [str(GEN), "run", str(path), "--out", str(tmp_path / "out"), "--events", "-"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # a background job (CI, `make test &`) inherits SIGINT ignored, and then Python leaves
+    # it ignored: give the child the default, as a terminal would
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stdout is not None
     lines: list[bytes] = []
     try:

@@ -14,8 +14,8 @@ _DECORATION = re.compile(r"^\*\*(.*)\*\*$|^__(.*)__$")
 
 def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
     """Top-level items of the first list in `text`; without list markers, its non-empty lines.
-    Items repeated word for word, and items whose title is, or starts with, one of `exclude`
-    (case and punctuation aside: titles the pipeline writes itself), are left out."""
+    Items repeated (case, punctuation and a plural -s aside), and items whose title is, or
+    starts with, one of `exclude` (titles the pipeline writes itself), are left out."""
     marked = [m for m in map(_MARKED.match, text.splitlines()) if m]
     if marked:
         top = min(len(m.group("indent").expandtabs()) for m in marked)
@@ -27,13 +27,19 @@ def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
     for item in map(_clean, items):
         key = _key(item)
         excluded = any(key == e or key.startswith(e + " ") for e in skip)
-        if item and not excluded and key not in out:
-            out[key] = item
+        if item and not excluded and _singular(key) not in out:
+            out[_singular(key)] = item
     return list(out.values())
 
 
 def _key(title: str) -> str:
     return re.sub(r"[\W_]+", " ", title.lower()).strip()
+
+
+def _singular(key: str) -> str:
+    """ "building lighthouses" and "building lighthouse" as one item."""
+    return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+                    for w in key.split())  # fmt: skip
 
 
 def _clean(item: str) -> str:

@@ -4,8 +4,6 @@ and inside the budget."""
 
 from __future__ import annotations
 
-import itertools
-import random
 from pathlib import Path
 
 from gen.pipeline.render import CONTEXT_LABELS
@@ -101,14 +99,16 @@ sections:
 
 
 def test_the_block_is_trimmed_to_the_budget_keeping_the_tail(tmp_path: Path) -> None:
-    rng = random.Random(5)
-    subjects = ["Pickers", "Farmers", "Growers", "Traders", "Monks", "Sailors"]
-    verbs = ["carried", "dried", "sorted", "weighed", "packed", "sold", "tasted"]
-    things = ["leaves", "bricks of tea", "green buds", "black tea", "baskets", "chests"]
-    sentences = [f"{s} {v} {t} in {1600 + i}." for i, (s, v, t) in enumerate(
-        itertools.product(subjects, verbs, things))]  # fmt: skip
-    rng.shuffle(sentences)
-    long_intro = "第一句话。" + " ".join(sentences[:60]) + " The last words 😀."
+    long_intro = (
+        "第一句话。 Tea reached Europe through Dutch traders early in the seventeenth century. "
+        "At first it was sold by apothecaries as a remedy for headaches and gout. Coffee "
+        "houses in London served it to merchants who argued about shipping and prices. "
+        "Taxes made a pound of leaves cost more than a labourer earned in a week, so "
+        "smugglers landed chests on quiet beaches at night. Porcelain cups came with the "
+        "cargo, and potters in Staffordshire soon copied their shapes. By 1800 ordinary "
+        "families drank it twice a day, sweetened with sugar from the Caribbean. "
+        "The last words 😀."
+    )
     yaml = """
 name: tea
 context: {window: 400, reserve: 100}

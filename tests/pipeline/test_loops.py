@@ -126,7 +126,27 @@ def test_a_more_round_that_restarts_the_section_is_cut(tmp_path: Path) -> None:
     assert manifest["sections"][0]["rounds"][1]["stop_reason"] == "repetition"
 
 
-def test_a_fan_out_part_stops_at_a_sibling_title(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("reply", "kept"),
+    [
+        (
+            "Levers moved the points.\n\n2. Electric interlocking came later.",
+            "Levers moved the points.",
+        ),
+        (
+            "Levers moved the points.\n\n## Electric Interlocking\n\nRelays 😀.",
+            "Levers moved the points.",
+        ),
+        ("Levers moved the points.\nElectric interlocking:\nmore", "Levers moved the points."),
+        ("信号杆。\n\n**Part 2: Electric interlocking**", "信号杆。"),
+        # the title inside a sentence, or a line that only begins with it: not a heading
+        (
+            "Electric interlocking came later, in 1900.\nElectric interlocking came later.",
+            "Electric interlocking came later, in 1900.\nElectric interlocking came later.",
+        ),
+    ],
+)
+def test_a_fan_out_part_stops_at_a_sibling_title(tmp_path: Path, reply: str, kept: str) -> None:
     yaml = """
 name: sib
 defaults: {max_tokens: 50, max_rounds: 2}
@@ -137,19 +157,19 @@ sections:
     foreach: inputs.topics
     prompt: "[{{ 'a' if loop_index == 1 else 'b' }}] Write about {{ item }}."
 """
-    backend = FakeBackend(
-        {
-            "a": [("Levers moved the points.\n\n2. Electric interlocking came later.", "stop")],
-            "b": [("Relays replaced levers.", "stop")],
-        },
-        stop_on_strings=True,
-    )
-    _, prepared = run(pipeline_from(yaml), backend, tmp_path)
+    backend = FakeBackend({"a": [(reply, "stop")], "b": [("Relays replaced levers.", "stop")]})
+    manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
     first = backend.calls_for("a")[0]
-    assert "Electric interlocking" in first.params.stop
-    assert "Early signal boxes" not in first.params.stop
+    assert first.params.stop == ()  # a title is matched on whole lines, not as a stop string
     text = (prepared.run_dir.sections_dir / "part-1.md").read_text("utf-8")
-    assert text == "Levers moved the points."
+    assert text == kept
+    events = read_events(prepared.run_dir.events_path)
+    assert (
+        "".join(e["text"] for e in events if e.get("section") == "part-1" and "text" in e) == text
+    )
+    part = next(s for s in manifest["sections"] if s["id"] == "part-1")
+    cut = kept != reply
+    assert (part["rounds"][0]["stop_reason"] == "Electric interlocking") is cut
 
 
 def test_a_loop_begun_in_the_round_before_is_cut_there(tmp_path: Path) -> None:

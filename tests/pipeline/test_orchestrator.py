@@ -328,3 +328,12 @@ def test_failing_fan_out_instance_lets_its_siblings_finish(tmp_path: Path) -> No
     assert files == ["outline.md", "part-1.md", "part-3.md"]
     events = read_events(prepared.run_dir.events_path)
     assert events[-1]["type"] == "run_finished"  # nothing happens after the run ends
+
+
+def test_an_outline_item_that_is_the_document_title_is_dropped(tmp_path: Path) -> None:
+    text = FAN_OUT.replace("name: fan\n", 'name: fan\ndocument: {title: "茶 Tea leaves"}\n')
+    backend = FakeBackend({"outline": [("1. 茶 tea LEAVES\n2. **Water**\n3. Cups:\n", "stop")]})
+    manifest, _ = run(pipeline_from(text), backend, tmp_path)
+    secs = sections_by_id(manifest)
+    assert secs["outline"]["items"] == ["Water", "Cups"]
+    assert [k for k in secs if k.startswith("part-")] == ["part-1", "part-2"]

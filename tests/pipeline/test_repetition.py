@@ -244,15 +244,15 @@ def test_short_sentences_may_repeat() -> None:
 def test_collapse(text: str) -> None:
     found = detect(text)
     assert found.kind == "collapse"
-    assert found.detail.startswith("distinct 4-grams 0.")
+    assert found.detail.startswith(("distinct 4-grams 0.", "only "))
     assert found.start < len(text) / 2
 
 
 def test_collapse_needs_150_fed_tokens() -> None:
     base = ", ".join(f"item {i} is ready and the system keeps going on and on" for i in range(11))
     text = ", " + ", ".join(
-        f"item {i} is ready and the system keeps going on and on" for i in range(11, 21)
-    )
+        f"item {i} is ready and the system keeps going on and on" for i in range(11, 18)
+    )  # (fewer than 100 fed tokens: the few-words window is not full either)
     assert feed(text, [6] * len(text), base)[1] is None
 
 
@@ -449,3 +449,49 @@ def test_a_refrain_that_opens_with_this_is() -> None:
     found = feed_in_pieces(text)
     assert found is not None and found.kind == "refrain"
     assert found.detail.endswith("this is")
+
+
+def test_a_stutter_of_few_words_is_caught() -> None:
+    # the end of a 500-word article by the bundled model: no sentence long enough to count
+    # as a repeat, no 4-gram collapse, but a handful of words going round
+    stutter = (
+        "Cities began to evolve. Cities began to evolve into self-sustaining cities. The way "
+        "cities were designed had begun to change. In this new era, cities became "
+        "self-sustaining cities. The city itself grew. Cities grew. Cities grew, humans "
+        "started to live in cities and grew, cities grew, cities grew. This was a great "
+        "transformation. Cities became self-sustaining cities, and cities became "
+        "self-sustaining homes. This was a new era. This was a new era of human habitation, "
+        "and this era became a new era of self-sustenance. This was a new era, and this new "
+        "era became a new new era."
+    )
+    found = feed_in_pieces(PROSE + stutter, 7)
+    assert found is not None and found.kind == "collapse"
+    assert found.detail.startswith("only ")
+    assert found.start > len(PROSE)  # the prose before it is kept
+
+
+@pytest.mark.parametrize(
+    ("again", "restarts"),
+    [
+        # what a `more` round of the bundled model wrote after 330 words
+        ("In the early days of human settlement, human settlements were designed to adapt.", True),
+        ("Cities were designed to be adaptable and versatile, early in human history.", True),
+        ("Bicycles arrived in the 1880s and changed how workers reached the factories.", False),
+    ],
+)
+def test_a_round_asked_to_go_on_that_starts_over(again: str, restarts: bool) -> None:
+    base = (
+        "In the early days of urban planning, human settlements were designed to be "
+        "adaptable and versatile. Cities grew along rivers and roads 🚲.\n\n"
+    )
+    d = LoopDetector(base, restart=True)
+    text = again + " Then more text follows here."
+    found = next((f for f in (d.feed(text[i : i + 6]) for i in range(0, len(text), 6)) if f), None)
+    if restarts:
+        assert found is not None and found.kind == "restart"
+        assert (found.start, found.keep) == (len(base), len(base))
+    else:
+        assert found is None
+    # without restart=True the same text is no loop
+    plain = LoopDetector(base)
+    assert all(plain.feed(text[i : i + 6]) is None for i in range(0, len(text), 6))

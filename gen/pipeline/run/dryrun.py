@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from gen.backends.base import Backend, Message
 from gen.pipeline.render import render_lengths, render_title
 from gen.pipeline.run.events import EventLog
-from gen.pipeline.run.orchestrator import derive_seed, sibling_stops
+from gen.pipeline.run.orchestrator import derive_seed, sibling_titles
 from gen.pipeline.run.records import SectionRecord
 from gen.pipeline.run.runner import context_window
 from gen.pipeline.run.section import RunContext, SectionRun
@@ -101,7 +101,7 @@ def _instances(
         return [(section.id, None, 1, 1, ())]
     items = foreach_items(pipeline, section, results)
     n = len(items)
-    return [(f"{section.id}-{i}", it, i, n, sibling_stops(items, i))
+    return [(f"{section.id}-{i}", it, i, n, sibling_titles(items, i))
             for i, it in enumerate(items, 1)]  # fmt: skip
 
 
@@ -119,7 +119,7 @@ def _plan(
     lengths = render_lengths(pipeline, section, variables)
     run = SectionRun(
         ctx, section, SectionRecord(key, section.id, title), variables,
-        seed=seed, stops=stops, lengths=lengths,
+        seed=seed, siblings=stops, lengths=lengths,
     )  # fmt: skip
     fitted = run.first_prompt()
     backend: PlanBackend = ctx.backend  # type: ignore[assignment]

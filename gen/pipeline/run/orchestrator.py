@@ -13,7 +13,7 @@ from typing import Any
 from gen import __version__
 from gen.errors import ContextOverflowError, GenError
 from gen.pipeline.listparse import parse_list
-from gen.pipeline.render import render_document, render_lengths, render_title
+from gen.pipeline.render import document_title, render_document, render_lengths, render_title
 from gen.pipeline.run.budget import Fitted
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.records import SectionRecord, run_metrics
@@ -33,11 +33,11 @@ def derive_seed(seed: int | None, key: str) -> int | None:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def sibling_stops(items: list[Any], index: int) -> tuple[str, ...]:
-    """Stop strings for fan-out instance `index` (1-based): the other items' titles, where
-    they are long enough not to come up in ordinary prose."""
+def sibling_titles(items: list[Any], index: int) -> tuple[str, ...]:
+    """The other items' titles, for fan-out instance `index` (1-based): a part ends where
+    it starts one of them as a heading."""
     titles = [str(item).strip() for i, item in enumerate(items, 1) if i != index]
-    return tuple(t for t in dict.fromkeys(titles) if len(t.split()) >= 2 or len(t) >= 6)
+    return tuple(t for t in dict.fromkeys(titles) if t)
 
 
 class SectionFailed(Exception):
@@ -161,7 +161,7 @@ class Orchestrator:
             previous = None
             for i, item in enumerate(items, 1):
                 part = await self._instance(
-                    section, f"{section.id}-{i}", item, i, n, previous, sibling_stops(items, i)
+                    section, f"{section.id}-{i}", item, i, n, previous, sibling_titles(items, i)
                 )
                 parts.append(part)
                 previous = part.text
@@ -169,7 +169,7 @@ class Orchestrator:
             outcomes = await asyncio.gather(
                 *(
                     self._instance(
-                        section, f"{section.id}-{i}", item, i, n, stops=sibling_stops(items, i)
+                        section, f"{section.id}-{i}", item, i, n, siblings=sibling_titles(items, i)
                     )
                     for i, item in enumerate(items, 1)
                 ),
@@ -196,7 +196,7 @@ class Orchestrator:
         index: int = 1,
         count: int = 1,
         previous: str | None = None,
-        stops: tuple[str, ...] = (),
+        siblings: tuple[str, ...] = (),
     ) -> SectionResult:
         rec = SectionRecord(key, section.id, key)
         self.records[key] = rec
@@ -216,13 +216,13 @@ class Orchestrator:
             settings = self.pipeline.settings_for(section)
             rec.seed = derive_seed(settings.seed, key)
             runner = SectionRun(
-                self.ctx, section, rec, variables, seed=rec.seed, stops=stops, lengths=lengths
+                self.ctx, section, rec, variables, seed=rec.seed, siblings=siblings, lengths=lengths
             )
             first = runner.first_prompt()
             hashed = {
                 **settings.model_dump(mode="json"),
                 "seed": rec.seed,
-                "stops": list(stops),
+                "siblings": list(siblings),
                 "lengths": lengths,
                 "headings": section.headings,
             }
@@ -246,7 +246,9 @@ class Orchestrator:
                     if runner.requests:
                         self.run_dir.write_prompts(key, runner.requests)
                 if section.parse == "list":
-                    rec.items = parse_list(rec.text, section.exclude)[: section.max_items]
+                    # the document's title is one the pipeline writes itself, too
+                    exclude = [*section.exclude, document_title(self.pipeline)]
+                    rec.items = parse_list(rec.text, exclude)[: section.max_items]
                 self.run_dir.write_section(key, rec.text)
                 rec.status = "completed"
                 self.events.emit("section_finished", **self._summary(rec))

@@ -10,7 +10,7 @@ from typing import Literal
 
 from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
 
-Kind = Literal["span", "sentence", "refrain", "collapse", "word"]
+Kind = Literal["span", "sentence", "refrain", "collapse", "word", "restart"]
 DETAIL_CHARS = 60
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word
@@ -19,6 +19,9 @@ REFRAIN_LEAD, REFRAIN_SAME, REFRAIN_WINDOW = 2, 5, 6
 SUBJECT_SAME, SUBJECT_WINDOW = 6, 7
 # word: one word (not a function word) is more than this share of the recent tokens
 WORD_SHARE = 0.2
+# few words: fewer than this share of the last VOCAB_WINDOW prose tokens are distinct
+# (prose keeps 0.6-0.8 of a 100-token window distinct; a stuttering loop 0.3-0.4)
+VOCAB_WINDOW, VOCAB_DISTINCT = 100, 0.4
 DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those"})
 FUNCTION_WORDS = DETERMINERS | {
     "i", "you", "he", "she", "it", "we", "they", "its", "their", "his", "her", "our", "my",
@@ -52,6 +55,8 @@ class LoopDetector:
       two of them after base. start: the second of them.
     - "collapse": distinct 4-grams < collapse_distinct over the last collapse_tokens fed
       tokens. start: the first 4-gram in that window that repeats one before it.
+    - "restart" (with restart=True, for a round asked to go on): its first sentence opens
+      like an earlier one or shares half its words with one. start: that sentence.
     - "word": one word that is not a function word is more than WORD_SHARE of those
       tokens ("God's grace, God's mercy, ..."). start: where it begins to crowd the rest.
 
@@ -66,6 +71,7 @@ class LoopDetector:
         base: str = "",
         *,
         floor: int | None = None,
+        restart: bool = False,
         min_span_tokens: int = 8,
         long_span_tokens: int = 20,
         short_loop_tokens: int = 24,
@@ -104,6 +110,10 @@ class LoopDetector:
         self._runs = [0] * (window_tokens // 2 + 1)
         # sentence: every earlier sentence; where fed units end (places to trim back to)
         self._seen: set[str] = set()
+        # restart: a round asked to go on (more, chat) whose first sentence is close to one
+        # already written has started the text over
+        self._restart = restart
+        self._sentences: list[tuple[str, ...]] = []  # base's sentences, for that check
         self._leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._bare_leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._subjects: deque[tuple[str, int]] = deque(maxlen=SUBJECT_WINDOW)
@@ -113,6 +123,8 @@ class LoopDetector:
         self._grams: deque[tuple[str, ...]] = deque()
         self._gram_counts: Counter[tuple[str, ...]] = Counter()
         self._word_counts: Counter[str] = Counter()  # the recent tokens, function words aside
+        self._prose: deque[Token] = deque()  # the last VOCAB_WINDOW fed prose tokens
+        self._vocab: Counter[str] = Counter()
         for event in self._scanner.feed(base):
             self._event(event)
 
@@ -172,6 +184,15 @@ class LoopDetector:
         found = self._refrain(unit, fed)
         if found is not None or not is_sentence(unit, *self._sentence):
             return found
+        if self._restart:
+            if not fed:
+                self._sentences.append(unit.tokens)
+            else:
+                self._restart = False  # only the round's first sentence is compared
+                close = next((s for s in self._sentences if _close(s, unit.tokens)), None)
+                if close is not None:
+                    detail = f"starts over: {_clip(self.text[unit.start : unit.end])}"
+                    return self._report("restart", unit.start, detail)
         key = sentence_key(unit)
         if fed and key in self._seen:
             return self._report(
@@ -233,10 +254,13 @@ class LoopDetector:
             gram = tuple(recent[i].norm for i in range(len(recent) - 4, len(recent)))
             grams.append(gram)
             counts[gram] += 1
+        few = self._few_words(token)
         if len(recent) < self._collapse_tokens:
-            return None
+            return few
         if words[token.norm] > WORD_SHARE * len(recent):
             return self._word(token.norm)
+        if few is not None:
+            return few
         share = len(counts) / len(grams)
         if share >= self._collapse_distinct:
             return None
@@ -249,6 +273,25 @@ class LoopDetector:
             seen.add(gram)
         detail = f"distinct 4-grams {share:.2f} over the last {len(recent)} tokens"
         return self._report("collapse", first.start, detail)
+
+    def _few_words(self, token: Token) -> Repetition | None:
+        """The last VOCAB_WINDOW prose tokens use few distinct words ("Cities grew. Cities
+        grew, cities grew. This was a new era. This was a new era of ..."): cut from the
+        middle of that window, where the stutter has set in."""
+        if token.region != "text":
+            return None
+        prose, vocab = self._prose, self._vocab
+        prose.append(token)
+        vocab[token.norm] += 1
+        if len(prose) > VOCAB_WINDOW:
+            dropped = prose.popleft()
+            vocab[dropped.norm] -= 1
+            if not vocab[dropped.norm]:
+                del vocab[dropped.norm]
+        if len(prose) < VOCAB_WINDOW or len(vocab) >= VOCAB_DISTINCT * VOCAB_WINDOW:
+            return None
+        detail = f"only {len(vocab)} distinct words in the last {VOCAB_WINDOW}"
+        return self._report("collapse", prose[VOCAB_WINDOW // 2].start, detail)
 
     @staticmethod
     def _counts_as_word(token: Token) -> bool:
@@ -276,6 +319,15 @@ class LoopDetector:
         start = max(start, self._floor)
         keep = self._ends[bisect_right(self._ends, start) - 1]
         return Repetition(kind, start, keep, detail, words)
+
+
+def _close(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Two sentences alike enough to be one written twice: the same first four words, or
+    half their words shared."""
+    if a[:4] == b[:4]:
+        return True
+    sa, sb = set(a), set(b)
+    return len(sa & sb) >= 0.5 * len(sa | sb)
 
 
 def _clip(text: str) -> str:

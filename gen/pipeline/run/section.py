@@ -37,8 +37,12 @@ from gen.pipeline.words import count_words, length_score
 _RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")
 # a line that may still become a heading, a list item or a sibling part's title: held whole
 _MARKER = re.compile(r"[ \t]*(?:#|\d+[.)]|[-*+•]|\*\*|__|(?:part|chapter|section)\b)", re.I)
-# what a sibling's title leaves behind when it stops the section: "\n\n## 2. " and the like
-_DANGLING = re.compile(r"\n[ \t]*(?:#{1,6}|\d+[.)]|[-*+]|\*\*|__|part\s*\d*[:.]?)?[ \t]*$", re.I)
+# what may open a heading line before a title: "## ", "2. ", "**", "Part 2: "
+_LINE_MARKER = re.compile(
+    r"[ \t]*(?:#{1,6}[ \t]*|\d+[.)][ \t]*|[-*+•][ \t]+|\*\*|__|"
+    r"(?:part|chapter|section)[ \t]*\d*[ \t]*[:.)-]?[ \t]*)+",
+    re.I,
+)
 HELD_SENTENCES = 5  # the last sentences are held back: a loop (a refrain takes 5) is cut unseen
 # a retry that kept this many words before the next loop has worked: the count starts again
 RETRY_PROGRESS_WORDS = 80
@@ -119,11 +123,12 @@ class SectionRun:
         variables: dict[str, Any],
         *,
         seed: int | None = None,
-        stops: tuple[str, ...] = (),
+        siblings: tuple[str, ...] = (),
         lengths: tuple[int | None, int | None, int | None] | None = None,
     ) -> None:
-        """`stops`: extra stop strings (a fan-out's sibling titles); `lengths`: the
-        instance's (target, min, max) words when the section's are templates."""
+        """`siblings`: the other items' titles of a fan-out (a line that is one of them, or
+        a marker and one of them, ends the part there); `lengths`: the instance's (target,
+        min, max) words when the section's are templates."""
         self.ctx = ctx
         self.section = section
         self.rec = record
@@ -131,7 +136,8 @@ class SectionRun:
         self.settings = ctx.pipeline.settings_for(section)
         self.strategy = strategy_for(self.settings, ctx.backend)
         self.seed = seed
-        self.stops = stops
+        self.siblings = {_plain(t): t for t in siblings if _plain(t)}
+        self._line_scan = 0  # where the next line to check for a sibling's title starts
         target, least, most = lengths or (None, None, None)
         self.target = target
         self.policy = LengthPolicy(target, least, most)
@@ -209,8 +215,6 @@ class SectionRun:
                     break  # stop: the length policy ended the section at a boundary
                 else:
                     finish = final.finish_reason if final else "stop"
-                    if final is not None and final.stop_reason in self.stops:
-                        break  # stop: it began a sibling part's title
                     if finish == "length" and self._recovered():
                         # back to the section's own settings: a new request, same text
                         self._stuck = 0
@@ -262,7 +266,8 @@ class SectionRun:
         finally:
             tail = await stream.close()
             last = self.rec.rounds[-1] if self.rec.rounds else None
-            if last is not None and last.stop_reason in ("target_words", "repetition"):
+            ended = ("target_words", "repetition", *self.siblings.values())
+            if last is not None and last.stop_reason in ended:
                 tail = ""  # text the engine held back lies past where the section was cut
             if last is not None and last.finish_reason == "length":
                 tail = tail.rstrip(REPLACEMENT)  # half a character at the cut is not text
@@ -306,6 +311,32 @@ class SectionRun:
         ids = {i for word in self._avoid for i in self.ctx.backend.word_ids(word)}
         return tuple((i, RETRY_BIAS) for i in sorted(ids))
 
+    def _sibling_line(self, final: bool = False) -> tuple[int, str] | None:
+        """(where its line starts, the title) for the first line since the last call that
+        is a sibling's heading: the title alone, or after a marker ("## ", "2. ", "Part 2:")
+        with anything after it; with `final`, the unfinished last line too."""
+        if not self.siblings:
+            return None
+        text = self.text
+        if self._line_scan > len(text):  # the text was cut back: start at its last line
+            self._line_scan = text.rfind("\n") + 1
+        while True:
+            end = text.find("\n", self._line_scan)
+            if end < 0:
+                if not final or self._line_scan >= len(text):
+                    return None
+                end = len(text)
+            start, self._line_scan = self._line_scan, end + 1
+            line = text[start:end]
+            marker = _LINE_MARKER.match(line)
+            rest = _plain(line[marker.end() :] if marker else line)
+            if rest in self.siblings:
+                return start, self.siblings[rest]
+            if marker and marker.group().strip():
+                title = next((t for t in self.siblings if rest.startswith(t + " ")), None)
+                if title is not None:
+                    return start, self.siblings[title]
+
     def _recovered(self) -> bool:
         """A retry has written RETRY_PROGRESS_WORDS without a loop: the stronger sampling
         can end."""
@@ -313,13 +344,11 @@ class SectionRun:
         return self._stuck > 0 and progress >= RETRY_PROGRESS_WORDS
 
     def _finish_text(self) -> None:
-        """The end of the section: a dangling marker left by a stop is dropped, and
+        """The end of the section: a last line that is a sibling's title is dropped, and
         everything still held back is shown."""
-        rounds = self.rec.rounds
-        if rounds and rounds[-1].stop_reason in self.stops:
-            match = _DANGLING.search(self.text)
-            if match is not None:
-                self.text = self.text[: max(match.start(), self.shown)]
+        found = self._sibling_line(final=True)
+        if found is not None:
+            self.text = self.text[: max(found[0], self.shown)]
         self.text = self.text[: max(self.shown, len(self.text.rstrip()))]
         self._release(final=True)
 
@@ -331,7 +360,6 @@ class SectionRun:
             self.settings,
             max(1, min(self.settings.max_tokens, room)),
             seed=self.seed,
-            stop=self.stops,
             retry=self.retries,
             strength=self._stuck,
             bias=self._bias(),
@@ -354,7 +382,9 @@ class SectionRun:
         while self._round_starts and self._round_starts[-1][0] >= self._round_start:
             self._round_starts.pop()  # a round whose text was all cut away
         self._round_starts.append((self._round_start, round_no))
-        self._detector = LoopDetector(self.text, floor=self.shown)
+        self._detector = LoopDetector(
+            self.text, floor=self.shown, restart=mode in ("chat", "more") and bool(self.text)
+        )
         dedupe = mode in ("chat", "more")
         base = self.text
         pending = ""  # chat rounds: text held until it can no longer be a repeat of `base`
@@ -376,6 +406,11 @@ class SectionRun:
             if cut is not None:
                 return final, cut
         self.text += self.headings.flush()  # the round's end: its text is all there
+        sibling = self._sibling_line(final=True)  # the last line may be a sibling's title
+        if sibling is not None:
+            self.text = self.text[: max(sibling[0], self.shown)]
+            self._release(final=True, round_no=round_no)
+            return final, sibling[1]
         self._release(round_no=round_no)  # the last sentences stay held into the next round
         return final, None
 
@@ -389,6 +424,11 @@ class SectionRun:
         if found is not None:
             self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
             return found  # what is still held may be cut by the retry's own loop
+        sibling = self._sibling_line()
+        if sibling is not None:
+            self.text = self.text[: max(sibling[0], self.shown)]
+            self._release(final=True, round_no=round_no)
+            return sibling[1]
         end = self.policy.end(self.text, self.shown)
         if end is not None:
             self.text = self.text[:end]
@@ -441,19 +481,24 @@ class SectionRun:
         cut: str | Repetition | None,
     ) -> RoundRecord:
         seconds = time.monotonic() - started
-        if final is not None and cut is None:
+        reason: int | str | None = None
+        if isinstance(cut, Repetition):
+            reason = "repetition"
+        elif cut is not None:
+            reason = "target_words" if cut == "words" else cut  # (else a sibling's title)
+        if final is not None:
             record = RoundRecord(
-                finish_reason=final.finish_reason or "stop",
+                finish_reason="stop" if cut is not None else final.finish_reason or "stop",
                 prompt_tokens=final.prompt_tokens or fitted.prompt_tokens,
                 cached_prompt_tokens=final.cached_prompt_tokens,
                 completion_tokens=final.completion_tokens,
                 trimmed_tokens=fitted.trimmed_tokens,
                 seconds=seconds,
                 strategy=mode,
-                stop_reason=final.stop_reason,
+                stop_reason=reason if cut is not None else final.stop_reason,
                 retry=self.retries,
             )
-        else:  # ended by the length policy before the backend reported usage
+        else:  # cut before the backend reported usage
             record = RoundRecord(
                 finish_reason="stop",
                 prompt_tokens=fitted.prompt_tokens,
@@ -464,10 +509,10 @@ class SectionRun:
                 seconds=seconds,
                 strategy=mode,
                 retry=self.retries,
-                stop_reason="repetition" if isinstance(cut, Repetition) else cut and "target_words",
+                stop_reason=reason,
             )
-            if isinstance(cut, Repetition):
-                record.repetition = {"kind": cut.kind, "detail": cut.detail}
+        if isinstance(cut, Repetition):
+            record.repetition = {"kind": cut.kind, "detail": cut.detail}
         self.requests.append(self._request(record, fitted, mode))
         self.ctx.events.emit(
             "round_finished",
@@ -485,3 +530,8 @@ class SectionRun:
             repetition=record.repetition,
         )
         return record
+
+
+def _plain(text: str) -> str:
+    """A title or a line compared as words: lower case, punctuation and spacing dropped."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())

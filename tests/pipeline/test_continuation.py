@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gen.pipeline.run.continuation import CONTINUE_PROMPT, MORE_PROMPT
+from gen.pipeline.run.section import EXTEND_MIN_TOKENS
 from gen.pipeline.words import length_score
 
 from .fake_backend import FakeBackend, Reply, pipeline_from, read_events, run
@@ -152,9 +153,26 @@ def test_target_words_reached_in_a_kv_round(tmp_path: Path) -> None:
     assert [r["finish_reason"] for r in rounds_of(manifest)] == ["length", "stop"]
 
 
-def test_short_text_asks_for_more(tmp_path: Path) -> None:
-    replies: list[Reply] = [("one two three.", "stop"), ("four five six seven.", "stop")]
+def test_short_text_writes_on_past_its_end(tmp_path: Path) -> None:
+    # a model that stopped short of its target continues its own text as an open assistant
+    # message after a paragraph break, with its end of text held off for a while
+    replies: list[Reply] = [("一二三。", "stop"), ("four five six seven 😀.", "stop")]
     manifest, text, backend, _ = run_one(tmp_path, one_section("kv", target_words=6), replies)
+    assert text == "一二三。\n\nfour five six seven 😀."
+    first, second = backend.calls
+    assert second.continue_final is True
+    assert second.messages == [*first.messages, {"role": "assistant", "content": "一二三。\n\n"}]
+    assert first.params.min_tokens == 0
+    assert second.params.min_tokens == min(EXTEND_MIN_TOKENS, second.params.max_tokens)
+    assert [r["strategy"] for r in rounds_of(manifest)] == ["initial", "prefix"]
+    assert manifest["sections"][0]["truncated"] is False
+
+
+def test_short_text_asks_a_chat_server_for_more(tmp_path: Path) -> None:
+    replies: list[Reply] = [("one two three.", "stop"), ("four five six seven.", "stop")]
+    manifest, text, backend, _ = run_one(
+        tmp_path, one_section("chat", target_words=6), replies, kv=False
+    )
     assert text == "one two three.\n\nfour five six seven."
     assert backend.calls[1].messages[-2:] == [
         {"role": "assistant", "content": "one two three."},

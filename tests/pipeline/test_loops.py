@@ -206,3 +206,21 @@ def test_a_loop_begun_in_the_round_before_is_cut_there(tmp_path: Path) -> None:
     assert retry.params.logit_bias == ((ord("s"), -6.0),)
     assert backend.calls[0].params.logit_bias == ()
     assert retry.continue_final and retry.messages[-1]["content"] == opening + refrain[0]
+
+
+def test_rounds_that_add_no_words_end_the_section(tmp_path: Path) -> None:
+    # the bundled model in Chinese, at its worst: whole rounds of broken bytes and symbols
+    replies: list[Reply] = [
+        (SOUND_ZH, "length"),
+        ("\ufffd" * 40, "length"),
+        ("！？＃" * 10, "length"),
+        ("这一轮不会被要求。", "stop"),
+    ]
+    manifest, text, _, run_dir = run_section(tmp_path, replies, target_words=400)
+    sec = manifest["sections"][0]
+    assert len(sec["rounds"]) == 3
+    assert sec["degenerate"] is True and sec["truncated"] is True
+    # what the stalled rounds wrote is cut back where it was not shown yet ("！" and "？" end
+    # sentences, so most of it was)
+    assert text.startswith(SOUND_ZH) and len(text) < len(SOUND_ZH) + 40 + 30
+    assert deltas_of(run_dir) == text

@@ -51,6 +51,10 @@ RETRY_PROGRESS_WORDS = 80
 RETRY_TOKENS = 128
 # and with the word a refrain leans on made this much less likely (a logit bias)
 RETRY_BIAS = -6.0
+# a section that stopped short writes on past its end for at least this many tokens
+EXTEND_MIN_TOKENS = 64
+# rounds cut off by max_tokens in a row that add no letter or digit end the section
+STALLED_ROUNDS = 2
 MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
 
 
@@ -76,6 +80,7 @@ def sampling(
     retry: int = 0,
     strength: int = 0,
     bias: tuple[tuple[int, float], ...] = (),
+    least: int = 0,
 ) -> SamplingParams:
     """The round's SamplingParams; the n-th retry after a loop samples with seed + n, and
     with DRY 1.5**strength times stronger (strength: retries in a row without progress)."""
@@ -103,7 +108,7 @@ def sampling(
         logit_bias=bias,
         seed=seed,
         stop=(*settings.stop, *stop),
-        min_tokens=min(settings.min_tokens, max_tokens),
+        min_tokens=min(max(settings.min_tokens, least), max_tokens),
     )
 
 
@@ -151,6 +156,9 @@ class SectionRun:
         self._extra_rounds = 0  # rounds that do not count against max_rounds (retries)
         self._params = SamplingParams()  # what the current round samples with
         self._avoid: set[str] = set()  # words the loops since the last recovery leaned on
+        self._extend = False  # this round writes on past where the model stopped
+        self._stalls = 0  # rounds in a row cut off by max_tokens that wrote no letter or digit
+        self._sound_end = 0  # where the text stood after the last round that added words
         self.requests: list[dict[str, Any]] = []  # per round what was sent: prompts/<key>.json
         self._round_start = 0  # where the current round's text begins in self.text
         self._round_starts: list[tuple[int, int]] = []  # (where, round): who wrote the text
@@ -215,6 +223,16 @@ class SectionRun:
                     break  # stop: the length policy ended the section at a boundary
                 else:
                     finish = final.finish_reason if final else "stop"
+                    added = self.text[self._round_start :]
+                    stalled = finish == "length" and not any(c.isalnum() for c in added)
+                    self._stalls = self._stalls + 1 if stalled else 0
+                    if not stalled:
+                        self._sound_end = len(self.text)
+                    if self._stalls >= STALLED_ROUNDS:
+                        self.text = self.text[: max(self._sound_end, self.shown)]
+                        self.rec.degenerate = True
+                        self.rec.truncated = self.policy.short(self.text)
+                        break  # stop: whole rounds add no letters (symbols, broken bytes)
                     if finish == "length" and self._recovered():
                         # back to the section's own settings: a new request, same text
                         self._stuck = 0
@@ -230,7 +248,11 @@ class SectionRun:
                             break
                         mode = self.strategy  # go on (past the target: to a boundary)
                     elif finish == "stop" and self.policy.short(self.text):
-                        mode = "more"
+                        # short of its target: a model that can continue its own text
+                        # writes on past its end after a paragraph break, its end of text
+                        # held off a while; a chat server is asked for more
+                        mode = "prefix" if self.strategy in ("kv", "prefix") else "more"
+                        self._extend = mode == "prefix"
                     else:
                         break  # stop: the model finished (or a remote filter ended it)
                     if mode == "kv":
@@ -252,6 +274,8 @@ class SectionRun:
                 if len(self.rec.rounds) >= max_rounds + self._extra_rounds:
                     break  # stop: rounds used up (after a finished or a trimmed round)
                 cut_off = self.rec.rounds[-1].finish_reason == "length"
+                if self._extend and self.text and not self.text.endswith("\n"):
+                    self._append("\n\n")
                 try:
                     fitted = self.fit(mode)
                 except ContextOverflowError:  # the text so far no longer fits the budget
@@ -363,6 +387,7 @@ class SectionRun:
             retry=self.retries,
             strength=self._stuck,
             bias=self._bias(),
+            least=EXTEND_MIN_TOKENS if self._extend else 0,
         )
         self._params = params
         return await self.ctx.backend.chat(
@@ -383,8 +408,11 @@ class SectionRun:
             self._round_starts.pop()  # a round whose text was all cut away
         self._round_starts.append((self._round_start, round_no))
         self._detector = LoopDetector(
-            self.text, floor=self.shown, restart=mode in ("chat", "more") and bool(self.text)
+            self.text,
+            floor=self.shown,
+            restart=(mode in ("chat", "more") or self._extend) and bool(self.text),
         )
+        self._extend = False
         dedupe = mode in ("chat", "more")
         base = self.text
         pending = ""  # chat rounds: text held until it can no longer be a repeat of `base`

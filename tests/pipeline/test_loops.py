@@ -224,3 +224,39 @@ def test_rounds_that_add_no_words_end_the_section(tmp_path: Path) -> None:
     # sentences, so most of it was)
     assert text.startswith(SOUND_ZH) and len(text) < len(SOUND_ZH) + 40 + 30
     assert deltas_of(run_dir) == text
+
+
+def test_a_part_that_begins_a_sibling_early_is_retried(tmp_path: Path) -> None:
+    yaml = """
+name: sib
+defaults: {max_tokens: 50, max_rounds: 2, temperature: 0.7, seed: 1}
+inputs:
+  topics: [Early signal boxes, Electric interlocking]
+sections:
+  - id: part
+    foreach: inputs.topics
+    prompt: "[{{ 'a' if loop_index == 1 else 'b' }}] Write about {{ item }}."
+    target_words: 12
+"""
+    backend = FakeBackend(
+        {
+            # the part writes the plan instead of itself, then does better on the retry
+            "a": [
+                ("1. Early signal boxes\n2. Electric interlocking\n3. Relays", "stop"),
+                (
+                    "Levers in a wooden cabin moved the points and the signals 😀 for decades.",
+                    "stop",
+                ),
+            ],
+            "b": [("Relays replaced levers, one circuit at a time, across the network.", "stop")],
+        }
+    )
+    manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
+    text = (prepared.run_dir.sections_dir / "part-1.md").read_text("utf-8")
+    assert "Electric interlocking" not in text and text.endswith("for decades.")
+    part = next(s for s in manifest["sections"] if s["id"] == "part-1")
+    first, second = part["rounds"]
+    assert first["stop_reason"] == "repetition" and first["repetition"]["kind"] == "sibling"
+    assert second["retry"] == 1
+    retry = backend.calls_for("a")[1]
+    assert retry.params.logit_bias == ((ord("e"), -6.0),)  # "electric", the fake's ids

@@ -10,7 +10,8 @@ from typing import Literal
 
 from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
 
-Kind = Literal["span", "sentence", "refrain", "collapse", "word", "restart"]
+# (and "sibling": the section runner's own, for a fan-out part that began another's title)
+Kind = Literal["span", "sentence", "refrain", "collapse", "word", "restart", "sibling"]
 DETAIL_CHARS = 60
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word

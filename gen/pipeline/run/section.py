@@ -29,7 +29,7 @@ from gen.pipeline.run.continuation import (
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.records import RoundRecord, SectionRecord
-from gen.pipeline.run.repetition import LoopDetector, Repetition
+from gen.pipeline.run.repetition import FUNCTION_WORDS, LoopDetector, Repetition
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
 
@@ -335,6 +335,27 @@ class SectionRun:
         ids = {i for word in self._avoid for i in self.ctx.backend.word_ids(word)}
         return tuple((i, RETRY_BIAS) for i in sorted(ids))
 
+    def _at_sibling(self, start: int, title: str, round_no: int) -> str | Repetition:
+        """The part has begun a sibling's title at `start`: it ends there (the title is the
+        round's stop reason); before half its target it has gone astray (writing the plan,
+        or the next part) and is retried from there like a loop."""
+        target = self.policy.target
+        early = bool(target) and count_words(self.text[:start]) < (target or 0) / 2
+        if early:  # the list lines just before it were the plan too: they go with it
+            while start > 0:
+                line = self.text.rfind("\n", 0, start - 1) + 1
+                marker = _LINE_MARKER.match(self.text, line, start)
+                if not (marker and marker.group().strip()) and self.text[line:start].strip():
+                    break
+                start = line
+        self.text = self.text[: max(start, self.shown)]
+        if early:
+            words = tuple(w for w in _plain(title).split() if w not in FUNCTION_WORDS)
+            detail = f"began another part's title early: {title}"
+            return Repetition("sibling", len(self.text), len(self.text), detail, words[:1])
+        self._release(final=True, round_no=round_no)
+        return title
+
     def _sibling_line(self, final: bool = False) -> tuple[int, str] | None:
         """(where its line starts, the title) for the first line since the last call that
         is a sibling's heading: the title alone, or after a marker ("## ", "2. ", "Part 2:")
@@ -436,9 +457,7 @@ class SectionRun:
         self.text += self.headings.flush()  # the round's end: its text is all there
         sibling = self._sibling_line(final=True)  # the last line may be a sibling's title
         if sibling is not None:
-            self.text = self.text[: max(sibling[0], self.shown)]
-            self._release(final=True, round_no=round_no)
-            return final, sibling[1]
+            return final, self._at_sibling(*sibling, round_no)
         self._release(round_no=round_no)  # the last sentences stay held into the next round
         return final, None
 
@@ -454,9 +473,7 @@ class SectionRun:
             return found  # what is still held may be cut by the retry's own loop
         sibling = self._sibling_line()
         if sibling is not None:
-            self.text = self.text[: max(sibling[0], self.shown)]
-            self._release(final=True, round_no=round_no)
-            return sibling[1]
+            return self._at_sibling(*sibling, round_no)
         end = self.policy.end(self.text, self.shown)
         if end is not None:
             self.text = self.text[:end]

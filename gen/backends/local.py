@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 from gen.backends.base import Delta, Message
 from gen.backends.driver import EngineDriver
+from gen.backends.tokens import ChatTokens
 from gen.engine import Engine, Output, SamplingParams
-from gen.engine.chat import encode_chat, word_ids
 from gen.engine.engine import PREFIX_CACHE_BYTES
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
@@ -81,7 +81,7 @@ def env_bytes(name: str) -> int | None:
     return int(float(mb) * 2**20) if mb else None
 
 
-class LocalBackend:
+class LocalBackend(ChatTokens):
     name = "local"
     supports_kv = True
 
@@ -100,18 +100,6 @@ class LocalBackend:
             prefix_cache_bytes=PREFIX_CACHE_BYTES if prefix_bytes is None else prefix_bytes,
         )
         self.driver = EngineDriver(self.engine)
-
-    def encode(self, messages: list[Message], continue_final: bool = False) -> list[int]:
-        return encode_chat(self.tokenizer, messages, continue_final_message=continue_final)
-
-    def count_tokens(self, messages: list[Message]) -> int:
-        return len(self.encode(messages))
-
-    def count_text(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def word_ids(self, word: str) -> list[int]:
-        return word_ids(self.tokenizer, word)
 
     async def chat(
         self,

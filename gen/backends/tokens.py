@@ -1,6 +1,6 @@
-"""A backend that only counts and renders: the model's tokenizer and context window, no
-weights. `gen run --dry-run` plans every prompt with it, before (and instead of) loading the
-model; asking it to generate is an error."""
+"""Counting and showing prompts without generating: `ChatTokens` counts with a model's own
+tokenizer (the built-in engine's backend is one); the plan backends are what `gen run
+--dry-run` plans every prompt with, before (and instead of) loading the model."""
 
 from __future__ import annotations
 
@@ -9,66 +9,30 @@ from typing import Any, NoReturn
 
 from gen.backends.base import Message
 from gen.engine import SamplingParams
+from gen.engine.chat import encode_chat, word_ids
 from gen.errors import ModelError
 
 
-class TokenizerBackend:
-    """Counts like the backend `spec` opens would, and shows a prompt as it would send it:
-    the chat template's text for a local model, the request's messages for a remote one."""
+class ChatTokens:
+    """Counting with a Hugging Face tokenizer (`self.tokenizer`), chat template applied."""
 
-    def __init__(
-        self,
-        name: str,
-        model: str,
-        context_window: int,
-        tokenizer: Any = None,
-        supports_kv: bool = False,
-        dtype: str | None = None,
-    ) -> None:
-        self.name = name
-        self.model = model
-        self.context_window = context_window
-        self.tokenizer = tokenizer
-        self.supports_kv = supports_kv  # what the real backend could do: the plan's strategy
-        self.dtype = dtype
+    tokenizer: Any
+
+    def encode(self, messages: list[Message], continue_final: bool = False) -> list[int]:
+        return encode_chat(self.tokenizer, messages, continue_final_message=continue_final)
 
     def count_tokens(self, messages: list[Message]) -> int:
-        if self.tokenizer is None:
-            from gen.backends.openai import count_message_tokens
-
-            return count_message_tokens(messages)
-        return len(self._encode(messages, continue_final=False))
+        return len(self.encode(messages))
 
     def count_text(self, text: str) -> int:
-        if self.tokenizer is None:
-            from gen.backends.openai import count_text_tokens
-
-            return count_text_tokens(text)
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def word_ids(self, word: str) -> list[int]:
-        if self.tokenizer is None:
-            return []
-        from gen.engine.chat import word_ids
-
         return word_ids(self.tokenizer, word)
 
-    def render(self, messages: list[Message], continue_final: bool = False) -> str:
-        """The prompt as the model gets it."""
-        if self.tokenizer is None:
-            return json.dumps(messages, ensure_ascii=False, indent=2)
-        text: str = self.tokenizer.apply_chat_template(
-            list(messages),
-            add_generation_prompt=not continue_final,
-            continue_final_message=continue_final,
-            tokenize=False,
-        )
-        return text
 
-    def _encode(self, messages: list[Message], continue_final: bool) -> list[int]:
-        from gen.engine.chat import encode_chat
-
-        return encode_chat(self.tokenizer, messages, continue_final_message=continue_final)
+class _Plan:
+    """A backend that only plans: asking it to generate is an error."""
 
     async def chat(
         self,
@@ -84,10 +48,62 @@ class TokenizerBackend:
         return None
 
 
+class LocalPlanBackend(ChatTokens, _Plan):
+    """A local model's tokenizer and context window, no weights; shows a prompt as the chat
+    template's text."""
+
+    name = "local"
+    supports_kv = True  # what the engine could do: the plan's strategy
+
+    def __init__(self, model: str, context_window: int, tokenizer: Any, dtype: str) -> None:
+        self.model = model
+        self.context_window = context_window
+        self.tokenizer = tokenizer
+        self.dtype: str | None = dtype
+
+    def render(self, messages: list[Message], continue_final: bool = False) -> str:
+        text: str = self.tokenizer.apply_chat_template(
+            list(messages),
+            add_generation_prompt=not continue_final,
+            continue_final_message=continue_final,
+            tokenize=False,
+        )
+        return text
+
+
+class RemotePlanBackend(_Plan):
+    """A remote model counted as the `openai:` backend counts it; shows a prompt as the
+    request's messages."""
+
+    name = "openai"
+    supports_kv = False
+    dtype: str | None = None
+
+    def __init__(self, model: str, context_window: int) -> None:
+        self.model = model
+        self.context_window = context_window
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        from gen.backends.openai import count_message_tokens
+
+        return count_message_tokens(messages)
+
+    def count_text(self, text: str) -> int:
+        from gen.backends.openai import count_text_tokens
+
+        return count_text_tokens(text)
+
+    def word_ids(self, word: str) -> list[int]:
+        return []  # as the openai: backend: a server's own token ids are unknown here
+
+    def render(self, messages: list[Message], continue_final: bool = False) -> str:
+        return json.dumps(messages, ensure_ascii=False, indent=2)
+
+
 def open_tokenizer(
     spec: str, context_window: int | None = None, dtype: str | None = None
-) -> TokenizerBackend:
-    """The TokenizerBackend for a model spec: a local model's converted tokenizer and config
+) -> LocalPlanBackend | RemotePlanBackend:
+    """The plan backend for a model spec: a local model's converted tokenizer and config
     (a GGUF is converted on first use, as a run would), or tiktoken for `openai:` models."""
     from gen.models import resolve
 
@@ -95,13 +111,11 @@ def open_tokenizer(
     if ms.kind == "openai":
         from gen.backends.openai import DEFAULT_WINDOW
 
-        return TokenizerBackend("openai", ms.name, context_window or DEFAULT_WINDOW)
+        return RemotePlanBackend(ms.name, context_window or DEFAULT_WINDOW)
     from gen.models.loader import load_tokenizer, read_config
     from gen.models.store import prepare
 
     path = prepare(ms)
     tokenizer = load_tokenizer(path)
     window = read_config(path, tokenizer).max_position_embeddings
-    return TokenizerBackend(
-        "local", ms.name, window, tokenizer, supports_kv=True, dtype=dtype or "float32"
-    )
+    return LocalPlanBackend(ms.name, window, tokenizer, dtype or "float32")

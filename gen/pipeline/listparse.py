@@ -22,17 +22,18 @@ def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
         items = [m.group("item") for m in marked if len(m.group("indent").expandtabs()) == top]
     else:
         items = [line.strip() for line in text.splitlines() if line.strip()]
-    skip = {_key(e) for e in exclude}
+    skip = {title_key(e) for e in exclude}
     out: dict[str, str] = {}
     for item in map(_clean, items):
-        key = _key(item)
+        key = title_key(item)
         excluded = any(key == e or key.startswith(e + " ") for e in skip)
         if item and not excluded and _singular(key) not in out:
             out[_singular(key)] = item
     return list(out.values())
 
 
-def _key(title: str) -> str:
+def title_key(title: str) -> str:
+    """A title compared as words: lower case, punctuation and spacing dropped."""
     return re.sub(r"[\W_]+", " ", title.lower()).strip()
 
 

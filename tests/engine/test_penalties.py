@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import torch
 
-from gen.engine import Completion, Engine, ModelConfig, SamplingParams
+from gen.engine import Completion, Engine, SamplingParams
 from gen.engine.kv_cache import KVCache
 from gen.engine.penalties import PenaltyState, SequenceBreakers
 from gen.engine.sampler import sample
 from gen.engine.sequence import Sequence as Seq
-from tests.fakes import ByteTokenizer, CountingTokenizer
+from tests.fakes import ByteTokenizer, CountingTokenizer, tiny_config
 
 MakeEngine = Callable[..., Engine]
 INF = float("-inf")
@@ -312,17 +312,7 @@ class LoopModel:
 
     def __init__(self, tokenizer: ByteTokenizer) -> None:
         self.first = tokenizer.first_word
-        self.cfg = ModelConfig(
-            vocab_size=tokenizer.vocab_size,
-            hidden_size=2,
-            intermediate_size=2,
-            num_layers=1,
-            num_heads=1,
-            num_kv_heads=1,
-            head_dim=2,
-            max_position_embeddings=512,
-            eos_token_ids=(ByteTokenizer.EOS,),
-        )
+        self.cfg = tiny_config(tokenizer.vocab_size)
 
     def __call__(
         self, input_ids: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor, cache: KVCache

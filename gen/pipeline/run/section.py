@@ -16,6 +16,7 @@ from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.engine.sampling_params import SamplingParams
 from gen.errors import ContextOverflowError
+from gen.pipeline.listparse import title_key
 from gen.pipeline.quality import measure
 from gen.pipeline.render import render_prompt, render_system
 from gen.pipeline.run.budget import Fitted, fit_prompt
@@ -141,7 +142,7 @@ class SectionRun:
         self.settings = ctx.pipeline.settings_for(section)
         self.strategy = strategy_for(self.settings, ctx.backend)
         self.seed = seed
-        self.siblings = {_plain(t): t for t in siblings if _plain(t)}
+        self.siblings = {title_key(t): t for t in siblings if title_key(t)}
         self._line_scan = 0  # where the next line to check for a sibling's title starts
         target, least, most = lengths or (None, None, None)
         self.target = target
@@ -218,7 +219,7 @@ class SectionRun:
                     self.retries += 1
                     self._extra_rounds += 1
                     self._retry_mark = len(self.text)
-                    mode = "prefix" if self.strategy in ("kv", "prefix") else "chat"
+                    mode = self._resend()
                 elif cut is not None:
                     break  # stop: the length policy ended the section at a boundary
                 else:
@@ -238,7 +239,7 @@ class SectionRun:
                         self._stuck = 0
                         self._avoid.clear()
                         self._extra_rounds += 1
-                        mode = "prefix" if self.strategy in ("kv", "prefix") else "chat"
+                        mode = self._resend()
                     elif finish == "length":
                         if len(self.rec.rounds) >= max_rounds + self._extra_rounds:
                             # stop: rounds used up; a section past its target is complete
@@ -350,7 +351,7 @@ class SectionRun:
                 start = line
         self.text = self.text[: max(start, self.shown)]
         if early:
-            words = tuple(w for w in _plain(title).split() if w not in FUNCTION_WORDS)
+            words = tuple(w for w in title_key(title).split() if w not in FUNCTION_WORDS)
             detail = f"began another part's title early: {title}"
             return Repetition("sibling", len(self.text), len(self.text), detail, words[:1])
         self._release(final=True, round_no=round_no)
@@ -374,13 +375,18 @@ class SectionRun:
             start, self._line_scan = self._line_scan, end + 1
             line = text[start:end]
             marker = _LINE_MARKER.match(line)
-            rest = _plain(line[marker.end() :] if marker else line)
+            rest = title_key(line[marker.end() :] if marker else line)
             if rest in self.siblings:
                 return start, self.siblings[rest]
             if marker and marker.group().strip():
                 title = next((t for t in self.siblings if rest.startswith(t + " ")), None)
                 if title is not None:
                     return start, self.siblings[title]
+
+    def _resend(self) -> RoundMode:
+        """How a round that needs a new request (other settings, trimmed text) goes on: the
+        text as an open assistant message where the backend allows it, else a chat turn."""
+        return "prefix" if self.strategy in ("kv", "prefix") else "chat"
 
     def _recovered(self) -> bool:
         """A retry has written RETRY_PROGRESS_WORDS without a loop: the stronger sampling
@@ -575,8 +581,3 @@ class SectionRun:
             repetition=record.repetition,
         )
         return record
-
-
-def _plain(text: str) -> str:
-    """A title or a line compared as words: lower case, punctuation and spacing dropped."""
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())

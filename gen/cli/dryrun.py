@@ -30,10 +30,11 @@ def dry_run(pipeline: Pipeline, model: str, as_json: bool, out: IO[str] = sys.st
 
 def write_plan(plan: PlannedPrompt, out: IO[str]) -> None:
     trimmed = f", trimmed {plan.trimmed_tokens} tokens" if plan.trimmed_tokens else ""
+    target = f", target {plan.target_words} words" if plan.target_words else ""
     print(f"\n=== {plan.key}: {plan.title} ===", file=out)
     print(
         f"# {plan.prompt_tokens} prompt tokens{trimmed}, max_tokens {plan.max_tokens}, "
-        f"seed {plan.seed}",
+        f"seed {plan.seed}{target}",
         file=out,
     )
     for text in plan.placeholders:

@@ -14,21 +14,22 @@ _DECORATION = re.compile(r"^\*\*(.*)\*\*$|^__(.*)__$")
 
 def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
     """Top-level items of the first list in `text`; without list markers, its non-empty lines.
-    Items repeated (case, punctuation and a plural -s aside), and items whose title is, or
-    starts with, one of `exclude` (titles the pipeline writes itself), are left out."""
+    Items repeated (case, punctuation and a plural -s aside, or a twin: one word misspelt),
+    and items whose title is (or is a twin of), or starts with, one of `exclude` (titles the
+    pipeline writes itself), are left out."""
     marked = [m for m in map(_MARKED.match, text.splitlines()) if m]
     if marked:
         top = min(len(m.group("indent").expandtabs()) for m in marked)
         items = [m.group("item") for m in marked if len(m.group("indent").expandtabs()) == top]
     else:
         items = [line.strip() for line in text.splitlines() if line.strip()]
-    skip = {title_key(e) for e in exclude}
+    skip = {_singular(title_key(e)) for e in exclude}
     out: dict[str, str] = {}
     for item in map(_clean, items):
-        key = title_key(item)
-        excluded = any(key == e or key.startswith(e + " ") for e in skip)
-        if item and not excluded and _singular(key) not in out:
-            out[_singular(key)] = item
+        key = _singular(title_key(item))
+        excluded = any(_twins(key, e) or key.startswith(e + " ") for e in skip)
+        if item and not excluded and not any(_twins(key, seen) for seen in out):
+            out[key] = item
     return list(out.values())
 
 
@@ -41,6 +42,24 @@ def _singular(key: str) -> str:
     """ "building lighthouses" and "building lighthouse" as one item."""
     return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
                     for w in key.split())  # fmt: skip
+
+
+def _twins(a: str, b: str) -> bool:
+    """The same title but for one word written two ways ("building lighthouse" and
+    "building lighthair"); "lighthouses in europe" and "lighthouses in asia" differ."""
+    if a == b:
+        return True
+    wa, wb = a.split(), b.split()
+    if len(wa) != len(wb) or len(wa) < 2:
+        return False
+    odd = [(x, y) for x, y in zip(wa, wb, strict=True) if x != y]
+    if len(odd) != 1:
+        return False
+    x, y = odd[0]
+    # "lighth": a word begun right, ended wrong
+    short = min(len(x), len(y))
+    stem = next((i for i in range(short) if x[i] != y[i]), short)
+    return stem >= 5 and stem * 2 >= short
 
 
 def _clean(item: str) -> str:

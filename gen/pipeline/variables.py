@@ -11,7 +11,7 @@ from typing import Any
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.template_check import Scope
 
-FANOUT_NAMES = frozenset({"item", "loop_index", "loop_length"})
+FANOUT_NAMES = frozenset({"item", "loop_index", "loop_length", "words_written"})
 CONTEXT_NAMES = frozenset({"outline", "previous", "earlier"})
 DOCUMENT_NAMES = frozenset({"title", "parts"})
 RESERVED = frozenset({"inputs", "sections"}) | FANOUT_NAMES | CONTEXT_NAMES | DOCUMENT_NAMES
@@ -90,15 +90,20 @@ def prompt_variables(
     loop_index: int = 1,
     loop_length: int = 1,
     previous: str | None = None,
+    written: int = 0,
 ) -> dict[str, Any]:
     """Variables for a section's prompt, system and title; `loop_index` is 1-based.
     `previous` defaults to the text of the section before this one in the file (empty when
-    that one is already shown as `outline`); a fan-out passes its previous instance's text."""
+    that one is already shown as `outline`); a fan-out passes its previous instance's text,
+    and `written`, the words its earlier instances wrote (`words_written`: 0 in a fan-out
+    whose instances run at once)."""
     values: dict[str, Any] = dict(pipeline.inputs)
     values["inputs"] = dict(pipeline.inputs)
     values["sections"] = SectionMap(results)
     if section.foreach:
-        values.update(item=item, loop_index=loop_index, loop_length=loop_length)
+        values.update(
+            item=item, loop_index=loop_index, loop_length=loop_length, words_written=written
+        )
     ids = context_ids(section)
     if ids:
         values["outline"] = "\n\n".join(results[i].text for i in ids if i in results)

@@ -110,6 +110,24 @@ def test_fan_out_with_previous_runs_in_order(tmp_path: Path) -> None:
         assert log.index(("start", f"part-{i + 1}")) > log.index(("end", f"part-{i}"))
 
 
+def test_a_sequential_fan_out_sees_the_words_its_earlier_parts_wrote(tmp_path: Path) -> None:
+    text = FAN_OUT.replace(
+        '    prompt: "[part-{{ loop_index }}] Write part',
+        "    context: [outline, previous]\n"
+        '    target_words: "{{ (30 - words_written) // (loop_length - loop_index + 1) }}"\n'
+        '    prompt: "[part-{{ loop_index }}] ({{ words_written }}) Write part',
+    )
+    four = "One two three four."
+    backend = FakeBackend({"outline": [(OUTLINE, "stop")], "part-1": [(four, "stop")]})
+    manifest, _ = run(pipeline_from(text), backend, tmp_path)
+    secs = sections_by_id(manifest)
+    # part 1 wrote 4 of its 10 words: parts 2 and 3 share the 26 left, then the 23 left
+    assert [secs[f"part-{i}"]["target_words"] for i in (1, 2, 3)] == [10, 13, 23]
+    prompts = {c.key: c.messages[-1]["content"] for c in backend.calls}
+    assert "[part-2] (4) Write part" in prompts["part-2"]
+    assert "[part-3] (7) Write part" in prompts["part-3"]  # + "Text of part-2." (3 words)
+
+
 MANIFEST = """
 name: shape
 defaults: {max_tokens: 10, max_rounds: 3, continuation: kv}

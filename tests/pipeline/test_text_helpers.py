@@ -61,3 +61,26 @@ def test_parse_list_takes_a_plural_for_the_same_item() -> None:
     text = "1. Building lighthouses\n2. Building lighthouse\n3. 灯塔的建造\n4. Glass lenses\n"
     assert parse_list(text) == ["Building lighthouses", "灯塔的建造", "Glass lenses"]
     assert parse_list("- Class\n- Glass\n- Glasses\n") == ["Class", "Glass", "Glasses"]  # -ss stays
+
+
+def test_parse_list_drops_a_twin_with_one_word_misspelt() -> None:
+    text = (
+        "1. Building lighthouses\n2. Building lighthairs\n3. Lighthouses in Europe\n"
+        "4. Lighthouses in Asia\n5. First lights\n6. Fifth lights\n7. Lighthairs\n"
+    )
+    # one word begun the same and ended otherwise is the model misspelling an item; other
+    # one-word differences (Europe / Asia, First / Fifth) are other items, and so is a title
+    # of one word
+    assert parse_list(text) == [
+        "Building lighthouses",
+        "Lighthouses in Europe",
+        "Lighthouses in Asia",
+        "First lights",
+        "Fifth lights",
+        "Lighthairs",
+    ]
+
+
+def test_parse_list_excludes_twins_of_the_titles_the_pipeline_writes() -> None:
+    text = "1. The history of lighthairs\n2. Lighthouse keepers\n3. Conclusions\n"
+    assert parse_list(text, ["The history of lighthouses", "Conclusion"]) == ["Lighthouse keepers"]

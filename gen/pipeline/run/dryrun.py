@@ -36,6 +36,7 @@ class PlannedPrompt:
     trimmed: dict[str, int]  # context variable -> characters cut to fit the budget
     seed: int | None
     max_tokens: int
+    target_words: int | None = None
     placeholders: list[str] = field(default_factory=list)  # the model-written text it shows
 
     def to_json(self) -> dict[str, Any]:
@@ -49,6 +50,7 @@ class PlannedPrompt:
             "trimmed_characters": self.trimmed,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
+            "target_words": self.target_words,
             "placeholders": self.placeholders,
         }
 
@@ -67,12 +69,14 @@ def plan_prompts(pipeline: Pipeline, backend: PlanBackend) -> list[PlannedPrompt
         instances = _instances(pipeline, section, results)
         parts: list[SectionResult] = []
         previous: str | None = None
+        written = 0  # the words of the instances before, as if each met its target
         for key, item, index, count, stops in instances:
             variables = prompt_variables(
                 pipeline, section, results, item=item, loop_index=index, loop_length=count,
-                previous=previous,
+                previous=previous, written=written if previous else 0,
             )  # fmt: skip
             plan = _plan(ctx, section, key, variables, stops)
+            written += plan.target_words or 0
             stand_ins = [*(r.text for r in results.values()), *([previous] if previous else [])]
             stand_ins += [i for r in results.values() for i in r.items]
             plan.placeholders = [t for t in dict.fromkeys(stand_ins) if t in plan.rendered]
@@ -134,4 +138,5 @@ def _plan(
         trimmed=dict(fitted.trimmed),
         seed=seed,
         max_tokens=max(1, min(settings.max_tokens, room)),
+        target_words=lengths[0],
     )

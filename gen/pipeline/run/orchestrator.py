@@ -158,13 +158,14 @@ class Orchestrator:
         n = len(items)
         parts: list[SectionResult] = []
         if "previous" in section.context:  # each instance sees the one before: in order
-            previous = None
+            previous, written = None, 0
             for i, item in enumerate(items, 1):
                 part = await self._instance(
-                    section, f"{section.id}-{i}", item, i, n, previous, sibling_titles(items, i)
-                )
+                    section, f"{section.id}-{i}", item, i, n, previous, sibling_titles(items, i),
+                    written,
+                )  # fmt: skip
                 parts.append(part)
-                previous = part.text
+                previous, written = part.text, written + count_words(part.text)
         else:
             outcomes = await asyncio.gather(
                 *(
@@ -197,6 +198,7 @@ class Orchestrator:
         count: int = 1,
         previous: str | None = None,
         siblings: tuple[str, ...] = (),
+        written: int = 0,
     ) -> SectionResult:
         rec = SectionRecord(key, section.id, key)
         self.records[key] = rec
@@ -209,6 +211,7 @@ class Orchestrator:
                 loop_index=index,
                 loop_length=count,
                 previous=previous,
+                written=written,
             )
             rec.title = render_title(self.pipeline, section, variables)
             lengths = render_lengths(self.pipeline, section, variables)

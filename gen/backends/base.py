@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from gen.engine import SamplingParams
+from gen.sampling import SamplingParams, TokenLogprob
 
 Message = dict[str, str]
 
@@ -21,6 +21,7 @@ class Delta:
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
+    logprobs: list[TokenLogprob] = field(default_factory=list)  # the text's tokens, if asked
 
 
 class Stream(Protocol):

@@ -10,7 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from gen.engine import Engine, Output, SamplingParams
+from gen.engine import Engine, Output
+from gen.sampling import SamplingParams
 
 Deliver = Callable[[Output | BaseException], None]
 

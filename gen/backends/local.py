@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator
 from gen.backends.base import Delta, Message
 from gen.backends.driver import EngineDriver
 from gen.backends.tokens import ChatTokens
-from gen.engine import Engine, Output, SamplingParams
+from gen.engine import Engine, Output
 from gen.engine.engine import PREFIX_CACHE_BYTES
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
+from gen.sampling import SamplingParams
 
 _ids = itertools.count()
 

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from gen.backends.base import Delta, Message
-from gen.engine import SamplingParams
 from gen.errors import BackendError, ModelError
+from gen.sampling import SamplingParams
 
 DEFAULT_WINDOW = 8192
 PER_MESSAGE_TOKENS = 4  # role and separators, as OpenAI's cookbook counts them

@@ -8,9 +8,9 @@ import json
 from typing import Any, NoReturn
 
 from gen.backends.base import Message
-from gen.engine import SamplingParams
 from gen.engine.chat import encode_chat, word_ids
 from gen.errors import ModelError
+from gen.sampling import SamplingParams
 
 
 class ChatTokens:

@@ -9,11 +9,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gen.cli.common import add_dtype, default_model, stdout_closed
-from gen.errors import BackendError, ConfigError
+from gen.errors import ConfigError
 
 if TYPE_CHECKING:  # imported lazily at run time: loading the engine is slow
-    from gen.backends.base import Backend, Delta, Message
-    from gen.engine import SamplingParams
+    from gen.backends.base import Backend, Message
+    from gen.sampling import SamplingParams
 
 
 def add_command(sub: Any) -> None:
@@ -67,31 +67,12 @@ def add_command(sub: Any) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from gen.backends import open_backend
-    from gen.engine import SamplingParams
+    from gen.sampling import build_sampling_params
 
-    breakers: dict[str, Any] = {}
+    breakers = None
     if args.dry_sequence_breaker is not None:
-        breakers["dry_sequence_breakers"] = tuple(map(unescape, args.dry_sequence_breaker))
-    params = SamplingParams(
-        max_tokens=args.max_tokens,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        top_k=args.top_k,
-        min_p=args.min_p,
-        repetition_penalty=args.repetition_penalty,
-        frequency_penalty=args.frequency_penalty,
-        presence_penalty=args.presence_penalty,
-        no_repeat_ngram_size=args.no_repeat_ngram_size,
-        dry_multiplier=args.dry_multiplier,
-        dry_base=args.dry_base,
-        dry_allowed_length=args.dry_allowed_length,
-        dry_penalty_last_n=args.dry_penalty_last_n,
-        **breakers,
-        min_tokens=args.min_tokens,
-        ignore_eos=args.ignore_eos,
-        seed=args.seed,
-        stop=tuple(args.stop),
-    )
+        breakers = tuple(map(unescape, args.dry_sequence_breaker))
+    params = build_sampling_params(args, stop=tuple(args.stop), dry_sequence_breakers=breakers)
     messages = [{"role": "user", "content": read_prompt(args.prompt)}]
     if args.system:
         messages.insert(0, {"role": "system", "content": args.system})
@@ -149,31 +130,23 @@ async def complete(
     backend: Backend, messages: list[Message], params: SamplingParams, *, echo: bool
 ) -> dict[str, Any]:
     """One completion as the --json object; with `echo`, its text goes to stdout as it comes."""
-    stream = await backend.chat(messages, params)
-    text = ""
-    final: Delta | None = None
+    from gen.backends.collect import collect
+
+    def show(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
     try:
-        async for d in stream.deltas():
-            text += d.text
-            if echo and d.text:
-                sys.stdout.write(d.text)
-                sys.stdout.flush()
-            if d.finish_reason is not None:
-                final = d
+        done = await collect(await backend.chat(messages, params), show if echo else None)
     finally:
-        await stream.close()
         await backend.aclose()
-    if final is None:
-        raise BackendError("the completion ended without a finish reason")
+    usage = done.usage
+    del usage["prompt_tokens_details"]
     return {
-        "text": text,
-        "finish_reason": final.finish_reason,
-        "stop_reason": final.stop_reason,
-        "usage": {
-            "prompt_tokens": final.prompt_tokens,
-            "completion_tokens": final.completion_tokens,
-            "total_tokens": final.prompt_tokens + final.completion_tokens,
-        },
+        "text": done.text,
+        "finish_reason": done.finish_reason,
+        "stop_reason": done.stop_reason,
+        "usage": usage,
     }
 
 

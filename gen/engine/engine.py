@@ -13,9 +13,9 @@ from gen.engine.detokenizer import Tokenizer
 from gen.engine.model_runner import CausalLM, ModelRunner
 from gen.engine.penalties import SequenceBreakers
 from gen.engine.sampler import sample
-from gen.engine.sampling_params import SamplingParams
 from gen.engine.scheduler import Scheduler
 from gen.engine.sequence import Output, Sequence, Status
+from gen.sampling import SamplingParams
 
 PREFIX_CACHE_BYTES = 256 * 2**20
 

@@ -51,7 +51,7 @@ def supported() -> bool:
 def build_dir() -> Path:
     """Keyed by everything the build command depends on: the source and its path, the
     flags, PyTorch, and the Python (virtual environment) it builds for."""
-    from gen.models.store import gen_home
+    from gen.home import gen_home
 
     parts = [SOURCE.read_bytes(), str(SOURCE).encode(), " ".join(CFLAGS + LDFLAGS).encode()]
     parts += [s.encode() for s in (torch.__version__, str(torch.__file__), sys.version, sys.prefix)]

@@ -17,7 +17,7 @@ from collections.abc import Sized
 import torch
 
 from gen.engine.detokenizer import Tokenizer
-from gen.engine.sampling_params import SamplingParams
+from gen.sampling import SamplingParams
 
 # llama.cpp caps DRY's exponent so that base ** exponent stays within float32
 FLOAT_MAX_LOG = 88.7228391

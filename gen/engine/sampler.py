@@ -13,7 +13,7 @@ from collections.abc import Sequence as Seq
 import torch
 
 from gen.engine.penalties import PenaltyState
-from gen.engine.sampling_params import SamplingParams
+from gen.sampling import SamplingParams
 
 
 def apply_repetition_penalty(

@@ -10,8 +10,8 @@ import torch
 
 from gen.engine.detokenizer import Detokenizer, Tokenizer
 from gen.engine.penalties import PenaltyState, SequenceBreakers
-from gen.engine.sampling_params import SamplingParams
 from gen.engine.stopping import StopStringMatcher
+from gen.sampling import SamplingParams
 
 _ids = itertools.count()
 

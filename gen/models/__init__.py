@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gen.models.store import BUNDLED_NAME, ModelSpec, context_length, gen_home, prepare, resolve
+from gen.home import gen_home
+from gen.models.store import BUNDLED_NAME, ModelSpec, context_length, prepare, resolve
 
 if TYPE_CHECKING:
     from gen.models.loader import LoadedModel, load_model

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gen.errors import ModelError
+from gen.home import gen_home
 from gen.models.gguf_header import read_header
 
 BUNDLED_NAME = "smollm2-135m"
@@ -33,10 +34,6 @@ class ModelSpec:
     kind: str  # "gguf" | "hf" | "openai"
     path: Path | None = None
     remote_model: str | None = None
-
-
-def gen_home() -> Path:
-    return Path(os.environ.get("GEN_HOME") or Path.home() / ".cache" / "gen")
 
 
 def bundled_gguf() -> Path:

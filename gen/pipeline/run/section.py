@@ -14,7 +14,6 @@ from typing import Any
 
 from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
-from gen.engine.sampling_params import SamplingParams
 from gen.errors import ContextOverflowError
 from gen.pipeline.listparse import title_key
 from gen.pipeline.quality import measure
@@ -33,6 +32,7 @@ from gen.pipeline.run.records import RoundRecord, SectionRecord
 from gen.pipeline.run.repetition import FUNCTION_WORDS, LoopDetector, Repetition
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
+from gen.sampling import SamplingParams, build_sampling_params
 
 # text is shown once its sentence is complete (a loop found later can still be cut away)
 _RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")
@@ -92,20 +92,11 @@ def sampling(
         dry = max(dry, 0.8) * 1.5**strength
         if temperature:
             temperature = max(temperature, min(1.0, temperature + 0.15 * strength))
-    return SamplingParams(
+    return build_sampling_params(
+        settings,
         max_tokens=max_tokens,
         temperature=temperature,
-        top_p=settings.top_p,
-        top_k=settings.top_k,
-        min_p=settings.min_p,
-        repetition_penalty=settings.repetition_penalty,
-        frequency_penalty=settings.frequency_penalty,
-        presence_penalty=settings.presence_penalty,
-        no_repeat_ngram_size=settings.no_repeat_ngram_size,
         dry_multiplier=dry,
-        dry_base=settings.dry_base,
-        dry_allowed_length=settings.dry_allowed_length,
-        dry_penalty_last_n=settings.dry_penalty_last_n,
         logit_bias=bias,
         seed=seed,
         stop=(*settings.stop, *stop),

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gen.engine import Engine, Output
+from gen.engine.engine import EngineStats
 from gen.sampling import SamplingParams
 
 Deliver = Callable[[Output | BaseException], None]
@@ -22,6 +23,7 @@ class EngineDriver:
         self._commands: queue.Queue[tuple[str, tuple[Any, ...]]] = queue.Queue()
         self._listeners: dict[str, Deliver] = {}
         self._stopped = False
+        self.stats = EngineStats()  # published by the driver thread, read from any
         self._thread = threading.Thread(target=self._loop, name="gen-engine", daemon=True)
         self._thread.start()
 
@@ -64,6 +66,7 @@ class EngineDriver:
 
     def _loop(self) -> None:
         while not self._stopped:
+            self.stats = self.engine.stats()
             block = not self.engine.has_unfinished()
             try:
                 while True:

@@ -11,7 +11,7 @@ from gen.backends.base import Delta, Message
 from gen.backends.driver import EngineDriver
 from gen.backends.tokens import ChatTokens
 from gen.engine import Engine, Output
-from gen.engine.engine import PREFIX_CACHE_BYTES
+from gen.engine.engine import PREFIX_CACHE_BYTES, EngineStats
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
 from gen.sampling import SamplingParams
@@ -86,21 +86,31 @@ class LocalBackend(ChatTokens):
     name = "local"
     supports_kv = True
 
-    def __init__(self, loaded: LoadedModel, max_slots: int = 16) -> None:
+    def __init__(
+        self, loaded: LoadedModel, max_slots: int = 16, max_model_len: int | None = None
+    ) -> None:
+        """max_model_len caps the context window below the model's own."""
         self.loaded = loaded
         self.model = loaded.name
         self.dtype: str | None = loaded.dtype
         self.tokenizer = loaded.tokenizer
-        self.context_window = loaded.context_window
         prefix_bytes = env_bytes("GEN_PREFIX_CACHE_MB")
         self.engine = Engine(
             loaded.model,
             loaded.tokenizer,
             max_slots=max_slots,
+            max_model_len=max_model_len,
             kv_budget_bytes=env_bytes("GEN_KV_BUDGET_MB"),
             prefix_cache_bytes=PREFIX_CACHE_BYTES if prefix_bytes is None else prefix_bytes,
         )
+        self.context_window = self.engine.max_model_len
+        self.vocab_size = loaded.config.vocab_size
         self.driver = EngineDriver(self.engine)
+
+    @property
+    def stats(self) -> EngineStats:
+        """The engine's state as of its last step (read without waiting for it)."""
+        return self.driver.stats
 
     async def chat(
         self,
@@ -110,15 +120,21 @@ class LocalBackend(ChatTokens):
         hold: bool = False,
         continue_final: bool = False,
     ) -> LocalStream:
-        ids = self.encode(messages, continue_final)
-        if len(ids) >= self.engine.max_model_len:
+        return await self.generate(self.encode(messages, continue_final), params, hold=hold)
+
+    async def generate(
+        self, prompt_ids: list[int], params: SamplingParams, *, hold: bool = False
+    ) -> LocalStream:
+        """Stream the completion of prompt ids already encoded (a chat's, or raw text's)."""
+        if len(prompt_ids) >= self.engine.max_model_len:
             raise ContextOverflowError(
-                f"prompt has {len(ids)} tokens; the context window is {self.engine.max_model_len}",
-                prompt_tokens=len(ids),
+                f"prompt has {len(prompt_ids)} tokens; the context window is "
+                f"{self.engine.max_model_len}",
+                prompt_tokens=len(prompt_ids),
                 limit=self.engine.max_model_len,
             )
         stream = LocalStream(self.driver, f"local-{next(_ids)}")
-        self.driver.submit(stream.request_id, ids, params, stream.deliver, hold=hold)
+        self.driver.submit(stream.request_id, prompt_ids, params, stream.deliver, hold=hold)
         return stream
 
     async def aclose(self) -> None:

@@ -5,6 +5,7 @@ tokenizer (the built-in engine's backend is one); the plan backends are what `ge
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, NoReturn
 
 from gen.backends.base import Message
@@ -18,17 +19,56 @@ class ChatTokens:
 
     tokenizer: Any
 
-    def encode(self, messages: list[Message], continue_final: bool = False) -> list[int]:
-        return encode_chat(self.tokenizer, messages, continue_final_message=continue_final)
+    def encode(
+        self,
+        messages: list[Message],
+        continue_final: bool = False,
+        add_generation_prompt: bool = True,
+    ) -> list[int]:
+        return encode_chat(
+            self.tokenizer,
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=continue_final,
+        )
+
+    def encode_text(self, text: str) -> list[int]:
+        """Raw text as a prompt (no chat template), special tokens as the model adds them."""
+        return [int(i) for i in self.tokenizer.encode(text)]
 
     def count_tokens(self, messages: list[Message]) -> int:
         return len(self.encode(messages))
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes one token stands for (a piece of a UTF-8 character, maybe)."""
+        return token_bytes(self.tokenizer, token_id)
 
     def count_text(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def word_ids(self, word: str) -> list[int]:
         return word_ids(self.tokenizer, word)
+
+
+@lru_cache(maxsize=1)
+def _byte_level() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, reversed: printable Latin-1 bytes are spelt as
+    themselves, every other byte as chr(256 + n) for the n-th of them."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    others = [b for b in range(256) if b not in printable]
+    alphabet = {chr(b): b for b in printable}
+    alphabet.update({chr(256 + n): b for n, b in enumerate(others)})
+    return alphabet
+
+
+def token_bytes(tokenizer: Any, token_id: int) -> bytes:
+    """A token's own bytes: spelt out of a byte-level BPE's alphabet where it is one, else
+    its decoded text (special tokens included)."""
+    piece = tokenizer.convert_ids_to_tokens(token_id)
+    alphabet = _byte_level()
+    if isinstance(piece, str) and piece and all(c in alphabet for c in piece):
+        return bytes(alphabet[c] for c in piece)
+    return str(tokenizer.decode([token_id])).encode("utf-8")
 
 
 class _Plan:

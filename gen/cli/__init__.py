@@ -16,11 +16,12 @@ EPILOG = """examples:
   gen validate pipelines/zh-article.yaml
   gen generate "Translate to Chinese: Good morning." --temperature 0
   gen models prepare smollm2-135m
+  gen serve --port 8000
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gen.cli import bench, generate, models, pipeline
+    from gen.cli import bench, generate, models, pipeline, serve
 
     p = argparse.ArgumentParser(
         prog="gen",
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (pipeline, generate, models, bench):
+    for module in (pipeline, generate, serve, models, bench):
         module.add_command(sub)
     return p
 

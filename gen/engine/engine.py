@@ -6,6 +6,7 @@ It knows token ids and a tokenizer's decode(); prompts arrive already encoded.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -18,6 +19,18 @@ from gen.engine.sequence import Output, Sequence, Status
 from gen.sampling import SamplingParams
 
 PREFIX_CACHE_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    """What the engine holds at one moment (a server's /metrics)."""
+
+    running: int = 0  # admitted: their prompts run or they decode
+    waiting: int = 0  # queued for a slot or KV memory (a resumed round included)
+    parked: int = 0  # between rounds, holding their KV rows
+    kv_used_bytes: int = 0  # the positions live rows hold
+    kv_allocated_bytes: int = 0  # the dense cache as allocated
+    prefix_cache_bytes: int = 0  # finished prompts kept for reuse
 
 
 class Engine:
@@ -135,6 +148,20 @@ class Engine:
 
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
+
+    def stats(self) -> EngineStats:
+        sched, cache = self.scheduler, self.runner.cache
+        return EngineStats(
+            running=len(sched.running),
+            waiting=len(sched.waiting) + len(sched.resuming),
+            parked=sum(s.status is Status.PARKED for s in self.requests.values()),
+            kv_used_bytes=sum(
+                s.num_cached for s in self.runner.slots.owners if isinstance(s, Sequence)
+            )
+            * cache.bytes_per_token(),
+            kv_allocated_bytes=cache.nbytes(),
+            prefix_cache_bytes=self.runner.prefixes.nbytes,
+        )
 
     def step(self) -> list[Output]:
         """One scheduling round: prefill admitted requests, decode the running ones."""

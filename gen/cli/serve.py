@@ -1,0 +1,122 @@
+"""`gen serve`: the built-in engine as an OpenAI-compatible HTTP server (uvicorn)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from gen.cli.common import add_dtype, default_model
+from gen.errors import ConfigError
+
+EPILOG = """examples:
+  gen serve
+  gen serve --port 8080 --model path/to/model.gguf
+  GEN_API_KEY=secret gen serve --host 0.0.0.0 --cors-origin https://example.org
+
+  curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
+    -d '{"model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi"}]}'
+"""
+
+
+def add_command(sub: Any) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="serve the engine as an OpenAI-compatible API",
+        description="Serve one model over the OpenAI API (/v1/chat/completions, "
+        "/v1/completions, /v1/models), with /health, /metrics and /openapi.json. Every "
+        "request joins the same continuously batched engine.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    s.add_argument("-p", "--port", type=int, default=8000, help="port (default 8000)")
+    s.add_argument(
+        "-m", "--model", default=None, help="model spec (default $GEN_MODEL or smollm2-135m)"
+    )
+    s.add_argument(
+        "--api-key",
+        default=None,
+        help="every /v1/* request needs 'Authorization: Bearer KEY' (default $GEN_API_KEY); "
+        "needed to bind an address other than loopback",
+    )
+    s.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow browser requests from this origin (repeatable; '*' for any; default none)",
+    )
+    s.add_argument("--max-slots", type=int, default=16, help="sequences decoded together")
+    s.add_argument(
+        "--max-queue",
+        type=int,
+        default=256,
+        help="requests queued or running at once; past it a 429 with Retry-After",
+    )
+    s.add_argument(
+        "--max-model-len", type=int, default=None, help="cap the context window (tokens)"
+    )
+    s.add_argument(
+        "--max-body-mb", type=float, default=8.0, help="largest request body (default 8 MB)"
+    )
+    s.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (info logs every request)",
+    )
+    add_dtype(s)
+    s.set_defaults(handler=cmd_serve)
+
+
+def _check(args: argparse.Namespace, api_key: str | None) -> None:
+    from gen.server.security import is_loopback
+
+    if not is_loopback(args.host) and not api_key:
+        raise ConfigError(
+            f"refusing to serve on {args.host} without an API key: anyone who can reach it "
+            f"could use the model. Pass --api-key KEY (or set GEN_API_KEY), or bind 127.0.0.1"
+        )
+    for name in ("port", "max_slots", "max_queue", "max_model_len"):
+        value = getattr(args, name)
+        if value is not None and value < (0 if name == "port" else 1):
+            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    if args.max_body_mb <= 0:
+        raise ConfigError(f"--max-body-mb must be positive, got {args.max_body_mb}")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    api_key = args.api_key or os.environ.get("GEN_API_KEY") or None
+    _check(args, api_key)
+
+    import uvicorn
+
+    from gen.backends.local import LocalBackend
+    from gen.models import load_model, resolve
+    from gen.server.app import create_app
+    from gen.server.state import ServerConfig
+
+    spec = args.model or default_model()
+    if resolve(spec).kind == "openai":
+        raise ConfigError(f"gen serve runs a local model, not {spec}")
+    print(f"gen serve: loading {spec} ...", file=sys.stderr, flush=True)
+    backend = LocalBackend(load_model(spec, args.dtype), args.max_slots, args.max_model_len)
+    config = ServerConfig(
+        api_key=api_key,
+        cors_origins=tuple(args.cors_origin),
+        max_body_bytes=int(args.max_body_mb * 2**20),
+        max_queue=args.max_queue,
+        fault_marker=os.environ.get("GEN_SERVE_FAULT") or None,
+    )
+    app = create_app(backend, config)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(
+        f"gen serve: {backend.model} on http://{host}:{args.port}/v1 "
+        f"(context {backend.context_window} tokens{', API key required' if api_key else ''})",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0

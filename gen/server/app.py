@@ -1,0 +1,105 @@
+"""The Starlette app of `gen serve`: OpenAI-compatible endpoints over one shared engine,
+/health, /metrics and /openapi.json; every error OpenAI-shaped."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gen.server.chat import chat_completions
+from gen.server.completions import completions
+from gen.server.errors import APIError, from_exception
+from gen.server.generation import ServedModel
+from gen.server.metrics import CONTENT_TYPE
+from gen.server.openai_api import Health, ModelCard, ModelList, dump
+from gen.server.openapi import openapi_document
+from gen.server.request import server_state
+from gen.server.security import BearerAuth, BodyLimit
+from gen.server.state import ServerConfig, ServerState
+
+
+async def list_models(request: Request) -> Response:
+    state = server_state(request)
+    card = ModelCard(
+        id=state.backend.model, created=state.created, max_model_len=state.backend.context_window
+    )
+    return JSONResponse(dump(ModelList(data=[card])))
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse(dump(Health(model=server_state(request).backend.model)))
+
+
+async def metrics(request: Request) -> Response:
+    state = server_state(request)
+    return Response(state.metrics.render(state.admission.count), media_type=CONTENT_TYPE)
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(request.app.state.openapi)
+
+
+async def _api_error(request: Request, exc: APIError) -> Response:
+    return exc.response()
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    code = "not_found" if exc.status_code == 404 else None
+    return APIError(exc.status_code, str(exc.detail), code=code).response()
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    return from_exception(exc).response()
+
+
+def create_app(backend: ServedModel, config: ServerConfig | None = None) -> Starlette:
+    config = config or ServerConfig()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await backend.aclose()
+
+    middleware = [Middleware(BodyLimit, limit=config.max_body_bytes)]
+    if config.api_key:
+        middleware.insert(0, Middleware(BearerAuth, api_key=config.api_key))
+    if config.cors_origins:  # outermost: a preflight is answered before the key is asked
+        middleware.insert(
+            0,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(config.cors_origins),
+                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_headers=["Authorization", "Content-Type"],
+            ),
+        )
+    handlers: dict[Any, Any] = {
+        APIError: _api_error,
+        HTTPException: _http_error,
+        Exception: _internal_error,
+    }
+    app = Starlette(
+        routes=[
+            Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
+        ],
+        middleware=middleware,
+        exception_handlers=handlers,
+        lifespan=lifespan,
+    )
+    app.state.server = ServerState(backend, config)
+    app.state.openapi = openapi_document(backend.model, auth=bool(config.api_key))
+    return app

@@ -1,0 +1,133 @@
+"""One admitted request from submission to its end: its place in the queue, its timing and
+token counts for /metrics, and its sequence aborted (KV memory freed) however it ends."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Protocol
+
+from gen.backends.base import Delta, Message, Stream
+from gen.errors import BackendError
+from gen.sampling import SamplingParams
+from gen.server.errors import APIError
+from gen.server.metrics import Metrics
+
+if TYPE_CHECKING:
+    from gen.engine.engine import EngineStats
+
+
+class ServedModel(Protocol):
+    """What the server needs of a backend; the built-in engine's LocalBackend is one."""
+
+    model: str
+    context_window: int
+    vocab_size: int
+
+    @property
+    def stats(self) -> EngineStats: ...
+
+    def encode(
+        self,
+        messages: list[Message],
+        continue_final: bool = False,
+        add_generation_prompt: bool = True,
+    ) -> list[int]: ...
+
+    def encode_text(self, text: str) -> list[int]: ...
+
+    def token_bytes(self, token_id: int) -> bytes: ...
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Stream: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Admission:
+    """At most `limit` requests admitted and unanswered; past it a 429 with Retry-After."""
+
+    def __init__(self, limit: int, metrics: Metrics) -> None:
+        self.limit = limit
+        self.count = 0
+        self.metrics = metrics
+
+    def enter(self) -> None:
+        if self.count >= self.limit:
+            self.metrics.rejected.labels(self.metrics.model).inc()
+            raise APIError(
+                429,
+                f"the server is busy: {self.count} requests are queued or running "
+                f"(limit {self.limit}); retry shortly",
+                code="queue_full",
+                headers={"Retry-After": "1"},
+            )
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+
+
+class Generation:
+    """A request's stream, timed and counted; close() ends it and gives its place back."""
+
+    def __init__(self, stream: Stream, admission: Admission, metrics: Metrics) -> None:
+        self.stream = stream
+        self.admission = admission
+        self.metrics = metrics
+        self.start = time.perf_counter()
+        self.first: float | None = None
+        self.finished = False
+        self.closed = False
+
+    async def deltas(self) -> AsyncIterator[Delta]:
+        async for d in self.stream.deltas():
+            now = time.perf_counter()
+            if self.first is None and (d.text or d.logprobs):
+                self.first = now - self.start
+            if d.finish_reason is not None:
+                self.finished = True
+                self.metrics.finished(
+                    d.finish_reason,
+                    d.prompt_tokens,
+                    d.cached_prompt_tokens,
+                    d.completion_tokens,
+                    self.first,
+                    now - self.start,
+                )
+            yield d
+
+    async def resume(self, max_tokens: int) -> None:
+        raise BackendError("a served request has one round")
+
+    async def close(self) -> str:
+        """Idempotent; an unfinished request is aborted and its KV memory freed."""
+        if self.closed:
+            return ""
+        self.closed = True
+        self.admission.leave()
+        if not self.finished:
+            self.metrics.aborted()
+        return await self.stream.close()
+
+
+class FaultyStream:
+    """A stream that fails after `after` deltas, as a failing engine step would: the test
+    hook GEN_SERVE_FAULT=<marker> turns it on for requests whose `user` is the marker."""
+
+    def __init__(self, inner: Stream, after: int = 2) -> None:
+        self.inner = inner
+        self.after = after
+
+    async def deltas(self) -> AsyncIterator[Delta]:
+        sent = 0
+        async for d in self.inner.deltas():
+            if sent == self.after:
+                raise BackendError("generation failed: injected fault (GEN_SERVE_FAULT)")
+            sent += 1
+            yield d
+
+    async def resume(self, max_tokens: int) -> None:
+        await self.inner.resume(max_tokens)
+
+    async def close(self) -> str:
+        return await self.inner.close()

@@ -1,0 +1,301 @@
+"""The OpenAI API's requests and responses as pydantic models (what /openapi.json publishes).
+
+Requests carry OpenAI's parameters, vLLM's extras where the engine has them, and gen's own
+samplers (DRY, no-repeat n-gram). Fields a request names that are not here are ignored, as
+vLLM does; a known field with a value gen cannot honour is a 400.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
+
+from gen.sampling import SamplingParams, build_sampling_params
+
+MAX_TOP_LOGPROBS = 5
+SEED_LIMIT = 2**63  # a seed is a torch.Generator's: in [0, 2**63)
+
+Penalty = Annotated[float, Field(ge=-2, le=2)]
+Probability = Annotated[float, Field(ge=0, le=1)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class StreamOptions(_Request):
+    include_usage: bool = False
+
+
+class TextPart(_Request):
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(_Request):
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[TextPart]
+    name: str | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
+
+
+class ResponseFormat(_Request):
+    type: Literal["text"] = Field(description="only plain text: structured output is not built yet")
+
+
+class _Sampling(_Request):
+    """What chat and text completions share."""
+
+    model: str
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    seed: Annotated[int, Field(ge=0, lt=SEED_LIMIT)] | None = None
+    stop: NonEmpty | list[NonEmpty] | None = None
+    n: Annotated[int, Field(ge=1, le=1, description="gen serve answers with one choice")] = 1
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    frequency_penalty: Penalty | None = None
+    presence_penalty: Penalty | None = None
+    logit_bias: dict[str, Annotated[float, Field(ge=-100, le=100)]] | None = None
+    user: str | None = None
+    # vLLM's extras
+    top_k: Annotated[int, Field(ge=-1, description="-1 or 0: off")] | None = None
+    min_p: Probability | None = None
+    repetition_penalty: Annotated[float, Field(gt=0)] | None = None
+    min_tokens: Annotated[int, Field(ge=0)] | None = None
+    ignore_eos: bool = False
+    stop_token_ids: list[Annotated[int, Field(ge=0)]] | None = None
+    include_stop_str_in_output: bool = False
+    skip_special_tokens: bool = True
+    # gen's samplers against repetition
+    no_repeat_ngram_size: Annotated[int, Field(ge=0)] | None = None
+    dry_multiplier: Annotated[float, Field(ge=0)] | None = None
+    dry_base: Annotated[float, Field(gt=1)] | None = None
+    dry_allowed_length: Annotated[int, Field(ge=1)] | None = None
+    dry_penalty_last_n: Annotated[int, Field(ge=0)] | None = None
+    dry_sequence_breakers: list[NonEmpty] | None = None
+
+    @field_validator("logit_bias")
+    @classmethod
+    def _token_ids(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        for key in value or {}:
+            if not key.isdigit():
+                raise ValueError(f"keys must be token ids, got {key!r}")
+        return value
+
+    @property
+    def include_usage(self) -> bool:
+        return self.stream_options is not None and self.stream_options.include_usage
+
+    def requested_max_tokens(self) -> int | None:
+        return self.max_tokens
+
+    def sampling_params(self, default_max_tokens: int, logprobs: int | None) -> SamplingParams:
+        """The engine's settings for this request; max_tokens defaults to
+        `default_max_tokens`. Raises InvalidParam for a combination out of range."""
+        return build_sampling_params(
+            self,
+            max_tokens=self.requested_max_tokens() or default_max_tokens,
+            top_k=max(self.top_k or 0, 0),
+            stop=[self.stop] if isinstance(self.stop, str) else self.stop,
+            logprobs=logprobs,
+        )
+
+
+class ChatCompletionRequest(_Sampling):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
+    logprobs: bool = False
+    top_logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
+    response_format: ResponseFormat | None = None
+    # vLLM's: leave the last (assistant) message open and continue it (`prefix` rounds)
+    continue_final_message: bool = False
+    add_generation_prompt: bool = True
+
+    def requested_max_tokens(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+    def wants_generation_prompt(self) -> bool:
+        """add_generation_prompt, off by default where the final message is continued."""
+        if self.continue_final_message and "add_generation_prompt" not in self.model_fields_set:
+            return False
+        return self.add_generation_prompt
+
+    def engine_logprobs(self) -> int | None:
+        return (self.top_logprobs or 0) if self.logprobs else None
+
+
+class CompletionRequest(_Sampling):
+    prompt: str | list[str] | list[Annotated[int, Field(ge=0)]] = Field(
+        description="one prompt: text, a list holding one text, or token ids"
+    )
+    echo: bool = False
+    logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
+
+    def engine_logprobs(self) -> int | None:
+        return self.logprobs
+
+
+# -- responses --------------------------------------------------------------------------
+
+
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int = 0
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails = Field(default_factory=PromptTokensDetails)
+
+
+FinishReason = Literal["stop", "length", "abort"]
+StopReason = int | str | None
+
+
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int] | None = None
+
+
+class TokenLogprobContent(TopLogprob):
+    top_logprobs: list[TopLogprob] = Field(default_factory=list)
+
+
+class ChoiceLogprobs(BaseModel):
+    content: list[TokenLogprobContent] | None = None
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChatChoice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    logprobs: ChoiceLogprobs | None = None
+    finish_reason: FinishReason
+    stop_reason: StopReason = Field(
+        default=None, description="the stop string or token id that ended it; null for EOS"
+    )
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage
+
+
+class ChunkDelta(BaseModel):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class ChatChunkChoice(BaseModel):
+    index: int = 0
+    delta: ChunkDelta
+    logprobs: ChoiceLogprobs | None = None
+    finish_reason: FinishReason | None = None
+    stop_reason: StopReason = None
+
+
+class ChatCompletionChunk(BaseModel):
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChatChunkChoice]
+    usage: Usage | None = None
+
+
+class CompletionLogprobs(BaseModel):
+    tokens: list[str] = Field(default_factory=list)
+    token_logprobs: list[float | None] = Field(default_factory=list)
+    top_logprobs: list[dict[str, float] | None] = Field(default_factory=list)
+    text_offset: list[int] = Field(default_factory=list)
+
+
+class CompletionChoice(BaseModel):
+    index: int = 0
+    text: str
+    logprobs: CompletionLogprobs | None = None
+    finish_reason: FinishReason | None = None
+    stop_reason: StopReason = None
+
+
+class Completion(BaseModel):
+    """A text completion, and (object "text_completion" too) each chunk of a streamed one."""
+
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: Usage | None = None
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "gen"
+    max_model_len: int
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | int | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    model: str
+
+
+def usage(prompt: int, completion: int, cached: int) -> Usage:
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=cached),
+    )
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """A response as JSON-ready data (None fields kept: OpenAI sends them as null)."""
+    return model.model_dump(mode="json")

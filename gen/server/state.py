@@ -1,0 +1,75 @@
+"""The server's settings (built once, at the edge) and what every request shares: the one
+engine, the queue limit, the metrics."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from gen.errors import ContextOverflowError
+from gen.sampling import SamplingParams
+from gen.server.errors import APIError
+from gen.server.generation import Admission, FaultyStream, Generation, ServedModel
+from gen.server.metrics import Metrics
+
+DEFAULT_MAX_BODY_BYTES = 8 * 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_queue: int = 256  # requests admitted and unanswered; past it a 429
+    fault_marker: str | None = None  # test hook: see generation.FaultyStream
+
+
+class ServerState:
+    def __init__(self, backend: ServedModel, config: ServerConfig) -> None:
+        self.backend = backend
+        self.config = config
+        self.created = int(time.time())
+        self.metrics = Metrics(backend.model, lambda: backend.stats)
+        self.admission = Admission(config.max_queue, self.metrics)
+
+    def check_model(self, name: str) -> None:
+        if name != self.backend.model:
+            raise APIError(
+                404,
+                f"the model {name!r} does not exist here; this server serves "
+                f"{self.backend.model!r}",
+                param="model",
+                code="model_not_found",
+            )
+
+    def check_prompt(self, ids: list[int], param: str) -> None:
+        """A prompt must leave room for one token in the window, and name real tokens."""
+        window = self.backend.context_window
+        if not ids:
+            raise APIError(400, f"{param}: the prompt is empty", param=param, code="empty_prompt")
+        if len(ids) >= window:
+            error = ContextOverflowError(
+                f"this model's context window is {window} tokens; the prompt has {len(ids)} "
+                f"tokens and needs room for at least one more",
+                prompt_tokens=len(ids),
+                limit=window,
+            )
+            raise APIError(400, str(error), param=param, code="context_length_exceeded")
+        vocab = self.backend.vocab_size
+        bad = [i for i in ids if not 0 <= i < vocab]
+        if bad:
+            raise APIError(
+                400, f"{param}: token ids must be in [0, {vocab}), got {bad[0]}", param=param
+            )
+
+    async def start(self, ids: list[int], params: SamplingParams, user: str | None) -> Generation:
+        """Admit a request (or answer 429) and submit it to the engine."""
+        self.admission.enter()
+        try:
+            stream = await self.backend.generate(ids, params)
+        except BaseException:
+            self.admission.leave()
+            raise
+        if self.config.fault_marker is not None and user == self.config.fault_marker:
+            stream = FaultyStream(stream)
+        return Generation(stream, self.admission, self.metrics)

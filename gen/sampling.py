@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 MAX_LOGPROBS = 20  # alternatives per token the engine reports at most
+GREEDY_BELOW = 1e-5  # a temperature this small is greedy (dividing by it overflows float32)
 
 
 class InvalidParam(ValueError):
@@ -33,7 +34,7 @@ def _check(ok: bool, param: str, message: str) -> None:
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
     max_tokens: int = 256
-    temperature: float = 1.0  # 0 means greedy
+    temperature: float = 1.0  # 0 (below GREEDY_BELOW) means greedy
     top_k: int = 0  # 0 disables
     top_p: float = 1.0
     min_p: float = 0.0
@@ -152,7 +153,7 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0
+        return self.temperature < GREEDY_BELOW
 
     @property
     def has_penalties(self) -> bool:

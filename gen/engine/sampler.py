@@ -25,9 +25,18 @@ def apply_repetition_penalty(
     return torch.where(seen, penalised, logits)
 
 
+def finite(row: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
+    """A (vocab,) row that extreme settings (a temperature or penalty near 0, huge penalties)
+    pushed past float32 made samplable again: NaN is -inf, +inf the largest float; a row
+    left with no finite logit at all is `fallback` (the model's own logits) instead."""
+    top = torch.finfo(row.dtype).max
+    row = torch.nan_to_num(row, nan=float("-inf"), posinf=top, neginf=float("-inf"))
+    return row if bool(torch.isfinite(row).any()) else fallback
+
+
 def filter_logits(logits: torch.Tensor, p: SamplingParams) -> torch.Tensor:
     """Temperature, then top-k, top-p and min-p masking on a (vocab,) row of float32 logits."""
-    logits = logits / p.temperature
+    logits = finite(logits / p.temperature, logits)
     if p.top_k and p.top_k < logits.shape[-1]:
         kth = torch.topk(logits, p.top_k).values[-1]
         logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -85,6 +94,7 @@ def sample(
         state = states[i]
         if state is not None:
             row = state.apply(row)
+        row = finite(row, logits[i])
         if p.greedy:
             out.append(int(torch.argmax(row)))
             continue

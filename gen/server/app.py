@@ -15,6 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gen.errors import GenError
+from gen.sampling import InvalidParam
 from gen.server.chat import chat_completions
 from gen.server.completions import completions
 from gen.server.errors import APIError, from_exception
@@ -57,6 +59,10 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return APIError(exc.status_code, str(exc.detail), code=code).response()
 
 
+async def _gen_error(request: Request, exc: Exception) -> Response:
+    return from_exception(exc).response()
+
+
 async def _internal_error(request: Request, exc: Exception) -> Response:
     return from_exception(exc).response()
 
@@ -85,6 +91,8 @@ def create_app(backend: ServedModel, config: ServerConfig | None = None) -> Star
     handlers: dict[Any, Any] = {
         APIError: _api_error,
         HTTPException: _http_error,
+        InvalidParam: _gen_error,
+        GenError: _gen_error,
         Exception: _internal_error,
     }
     app = Starlette(

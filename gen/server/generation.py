@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from gen.backends.base import Delta, Message, Stream
+from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import BackendError
 from gen.sampling import SamplingParams
 from gen.server.errors import APIError
@@ -81,6 +83,10 @@ class Generation:
 
     async def deltas(self) -> AsyncIterator[Delta]:
         async for d in self.stream.deltas():
+            if d.finish_reason is not None and d.text.endswith(REPLACEMENT):
+                # the generation stopped inside a character: its half is not text (a client
+                # continuing the reply as a prefix would otherwise write U+FFFD into it)
+                d = replace(d, text=d.text.rstrip(REPLACEMENT))
             now = time.perf_counter()
             if self.first is None and (d.text or d.logprobs):
                 self.first = now - self.start

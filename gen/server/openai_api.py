@@ -82,7 +82,9 @@ class _Sampling(_Request):
     include_stop_str_in_output: bool = False
     skip_special_tokens: bool = True
     # gen's samplers against repetition
-    no_repeat_ngram_size: Annotated[int, Field(ge=0)] | None = None
+    no_repeat_ngram_size: Literal[0] | Annotated[int, Field(ge=2)] | None = Field(
+        default=None, description="0: off; n >= 2 bans repeating any generated n-gram"
+    )
     dry_multiplier: Annotated[float, Field(ge=0)] | None = None
     dry_base: Annotated[float, Field(gt=1)] | None = None
     dry_allowed_length: Annotated[int, Field(ge=1)] | None = None

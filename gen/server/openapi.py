@@ -30,6 +30,15 @@ _ERRORS = {
 }
 
 
+# OpenAPI 3.1: an event stream's schema describes each event; data is a chunk's JSON, an
+# error's JSON, or [DONE]
+_EVENT = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {"data": {"type": "string"}, "event": {"type": "string"}},
+}
+
+
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -59,7 +68,7 @@ def _generation(request: str, response: str, summary: str, auth: bool) -> dict[s
                     f"data: lines of chunks, then data: [DONE]",
                     "content": {
                         "application/json": {"schema": _ref(response)},
-                        "text/event-stream": {"schema": {"type": "string"}},
+                        "text/event-stream": {"schema": _EVENT},
                     },
                 },
                 **_errors(codes),

@@ -34,8 +34,12 @@ class Chunks(Protocol):
     def usage(self, delta: Delta) -> BaseModel: ...
 
 
+def _data(data: str) -> ServerSentEvent:
+    return ServerSentEvent(data=data, sep="\n")  # "data: …\n\n", as OpenAI frames it
+
+
 def _event(chunk: BaseModel) -> ServerSentEvent:
-    return ServerSentEvent(data=chunk.model_dump_json())
+    return _data(chunk.model_dump_json())
 
 
 async def _events(
@@ -52,11 +56,11 @@ async def _events(
                 if include_usage:
                     yield _event(chunks.usage(d))
     except Exception as exc:  # mid-stream: the status line has gone out already
-        yield ServerSentEvent(data=json.dumps(from_exception(exc).body(), ensure_ascii=False))
+        yield _data(json.dumps(from_exception(exc).body(), ensure_ascii=False))
     finally:
         with anyio.CancelScope(shield=True):  # a client gone: abort now, even while cancelled
             await gen.close()
-    yield ServerSentEvent(data="[DONE]")
+    yield _data("[DONE]")
 
 
 def event_stream(gen: Generation, chunks: Chunks, include_usage: bool) -> EventSourceResponse:

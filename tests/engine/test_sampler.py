@@ -98,3 +98,23 @@ def test_logit_bias_is_checked() -> None:
     with pytest.raises(ValueError, match="logit_bias"):
         SamplingParams(logit_bias={-1: 1.0})
     assert SamplingParams(logit_bias={7: 2}).logit_bias == ((7, 2.0),)
+
+
+def test_extreme_settings_still_sample_a_token() -> None:
+    """Settings at the edge of float32 (a temperature or repetition penalty near 0, huge
+    DRY) must give a token, not NaN probabilities that fail the whole step."""
+    logits = torch.stack([LOGITS, LOGITS, LOGITS])
+    seen = torch.ones(5, dtype=torch.bool)
+    params = [
+        SamplingParams(temperature=1e-300),
+        SamplingParams(temperature=1.0, repetition_penalty=5e-324),
+        SamplingParams(temperature=0.0, repetition_penalty=5e-324),
+    ]
+    gens = [torch.Generator().manual_seed(0) for _ in params]
+    tokens = sample(logits, params, gens, [None, seen, seen], [(), (), ()])
+    assert tokens[0] == 0  # the best token, as greedy
+    assert all(0 <= t < 5 for t in tokens)
+    # a row with no finite logit left falls back to the model's own logits
+    everything = SamplingParams(temperature=1.0)
+    banned = sample(LOGITS[None].clone(), [everything], [gens[0]], [None], [(0, 1, 2, 3, 4)])
+    assert 0 <= banned[0] < 5

@@ -126,7 +126,6 @@ class LoopDetector:
         self._word_counts: Counter[str] = Counter()  # the recent tokens, function words aside
         self._prose: deque[Token] = deque()  # the last VOCAB_WINDOW fed prose tokens
         self._vocab: Counter[str] = Counter()
-        self._fed = 0  # tokens fed after base (the windows' newest)
         for event in self._scanner.feed(base):
             self._event(event)
 
@@ -159,9 +158,8 @@ class LoopDetector:
         elif self._window:  # spans are looked for within one stretch of prose
             self._window.clear()
             self._runs = [0] * len(self._runs)
-        if found is None:  # base's tail fills the windows too, so a short round is judged
-            collapsed = self._collapse(event, fed)  # with the text before it
-            found = collapsed if fed else None
+        if found is None and fed:
+            found = self._collapse(event)
         return found
 
     def _span(self, token: Token, fed: bool) -> Repetition | None:
@@ -239,10 +237,7 @@ class LoopDetector:
         gets its own chance."""
         return fed and starts[-2] >= self._base_len
 
-    def _collapse(self, token: Token, fed: bool) -> Repetition | None:
-        """The windows' checks; none reports while base's text is more than half a window
-        (a loop already shown must not condemn the sound text after it)."""
-        self._fed += fed
+    def _collapse(self, token: Token) -> Repetition | None:
         recent, grams, counts = self._recent, self._grams, self._gram_counts
         words = self._word_counts
         if len(recent) == self._collapse_tokens:
@@ -261,7 +256,7 @@ class LoopDetector:
             grams.append(gram)
             counts[gram] += 1
         few = self._few_words(token)
-        if len(recent) < self._collapse_tokens or 2 * self._fed < len(recent):
+        if len(recent) < self._collapse_tokens:
             return few
         if words[token.norm] > WORD_SHARE * len(recent):
             return self._word(token.norm)
@@ -296,8 +291,6 @@ class LoopDetector:
                 del vocab[dropped.norm]
         if len(prose) < VOCAB_WINDOW or len(vocab) >= VOCAB_DISTINCT * VOCAB_WINDOW:
             return None
-        if 2 * min(self._fed, VOCAB_WINDOW) < VOCAB_WINDOW:
-            return None  # mostly base's tokens
         detail = f"only {len(vocab)} distinct words in the last {VOCAB_WINDOW}"
         return self._report("collapse", prose[VOCAB_WINDOW // 2].start, detail)
 

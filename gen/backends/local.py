@@ -42,8 +42,8 @@ class LocalStream:
                 self.closed = True
                 raise BackendError(f"generation failed: {item}") from item
             if not item.finished:
-                if item.text:
-                    yield Delta(item.text)
+                if item.text or item.logprobs:
+                    yield Delta(item.text, logprobs=item.logprobs)
                 continue
             self.parked = item.parked and not self.closed
             yield Delta(
@@ -53,6 +53,7 @@ class LocalStream:
                 prompt_tokens=item.prompt_tokens,
                 cached_prompt_tokens=item.cached_prompt_tokens,
                 completion_tokens=item.completion_tokens,
+                logprobs=item.logprobs,
             )
             return
 

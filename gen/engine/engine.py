@@ -13,10 +13,10 @@ import torch
 from gen.engine.detokenizer import Tokenizer
 from gen.engine.model_runner import CausalLM, ModelRunner
 from gen.engine.penalties import SequenceBreakers
-from gen.engine.sampler import sample
+from gen.engine.sampler import sample, token_logprobs
 from gen.engine.scheduler import Scheduler
 from gen.engine.sequence import Output, Sequence, Status
-from gen.sampling import SamplingParams
+from gen.sampling import SamplingParams, TokenLogprob
 
 PREFIX_CACHE_BYTES = 256 * 2**20
 
@@ -232,9 +232,12 @@ class Engine:
             [s.banned_ids() for s in seqs],
             [s.penalty_state(logits.shape[-1], self.breakers) for s in seqs],
         )
+        logprobs = self._logprobs(seqs, logits, tokens)
         outputs = []
-        for seq, token in zip(seqs, tokens, strict=True):
+        for i, (seq, token) in enumerate(zip(seqs, tokens, strict=True)):
             out = seq.append(token, self.max_model_len)
+            if i in logprobs and token in out.token_ids:
+                out.logprobs = [logprobs[i]]  # a token of the text (not a final EOS)
             if seq.status is Status.PARKED:
                 self.scheduler.remove(seq)
             elif seq.finished:
@@ -243,6 +246,17 @@ class Engine:
                 self.requests.pop(seq.request_id, None)
             outputs.append(out)
         return outputs
+
+    def _logprobs(
+        self, seqs: list[Sequence], logits: torch.Tensor, tokens: list[int]
+    ) -> dict[int, TokenLogprob]:
+        """Row -> its token's log probability, for the rows whose request asks for them."""
+        asked = [i for i, s in enumerate(seqs) if s.params.logprobs is not None]
+        if not asked:
+            return {}
+        top = [seqs[i].params.logprobs or 0 for i in asked]
+        found = token_logprobs(logits[asked], [tokens[i] for i in asked], top)
+        return dict(zip(asked, found, strict=True))
 
     def stream(self, prompt_ids: list[int], params: SamplingParams) -> Iterator[Output]:
         """Run one request to the end (others in the engine advance too), yielding its outputs."""
@@ -284,11 +298,13 @@ class Completion:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cached_prompt_tokens = 0
+        self.logprobs: list[TokenLogprob] = []
 
     def add(self, out: Output) -> None:
         self.deltas.append(out.text)
         self.text += out.text
         self.token_ids += out.token_ids
+        self.logprobs += out.logprobs
         if out.finished:
             self.finished = True
             self.finish_reason = out.finish_reason

@@ -13,7 +13,7 @@ from collections.abc import Sequence as Seq
 import torch
 
 from gen.engine.penalties import PenaltyState
-from gen.sampling import SamplingParams
+from gen.sampling import SamplingParams, TokenLogprob
 
 
 def apply_repetition_penalty(
@@ -100,4 +100,17 @@ def sample(
             continue
         probs = filter_logits(row, p).softmax(-1)
         out.append(int(torch.multinomial(probs, 1, generator=generators[i])))
+    return out
+
+
+def token_logprobs(logits: torch.Tensor, tokens: Seq[int], top: Seq[int]) -> list[TokenLogprob]:
+    """The model's log probabilities (log_softmax of its logits (B, vocab), before any
+    penalty, temperature or filter) of each row's token and of its top[i] likeliest."""
+    out = []
+    for logit_row, token, k in zip(logits, tokens, top, strict=True):
+        # row by row: a batched reduction's bits may depend on the batch's size
+        row = torch.log_softmax(logit_row.float(), dim=-1)  # (vocab,)
+        best = torch.topk(row, k) if k else None
+        pairs = zip(best.indices.tolist(), best.values.tolist(), strict=True) if best else ()
+        out.append(TokenLogprob(token, float(row[token]), tuple(pairs)))
     return out

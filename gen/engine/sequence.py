@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import enum
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from gen.engine.detokenizer import Detokenizer, Tokenizer
 from gen.engine.penalties import PenaltyState, SequenceBreakers
 from gen.engine.stopping import StopStringMatcher
-from gen.sampling import SamplingParams
+from gen.sampling import SamplingParams, TokenLogprob
 
 _ids = itertools.count()
 
@@ -37,6 +37,7 @@ class Output:
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
     parked: bool = False  # the round ended at max_tokens and the request can resume
+    logprobs: list[TokenLogprob] = field(default_factory=list)  # of token_ids, if asked
 
 
 class Sequence:

@@ -83,6 +83,8 @@ async def chat_completions(request: Request) -> Response:
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
     state.check_model(req.model)
+    if req.top_logprobs is not None and not req.logprobs:
+        raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     if req.continue_final_message:
         if req.messages[-1].role != "assistant":
             raise APIError(

@@ -115,6 +115,33 @@ def test_chinese_and_emoji_stream_without_replacement_characters(client: openai.
     assert len(deltas) > 10
 
 
+def test_logprobs_whole_and_streamed(client: openai.OpenAI) -> None:
+    settings: dict[str, Any] = {"temperature": 0, "max_tokens": 8, "logprobs": True}
+    r = chat(client, top_logprobs=3, extra_body={"ignore_eos": True}, **settings)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens == 8
+    assert b"".join(bytes(t.bytes) for t in content).decode() == r.choices[0].message.content
+    for t in content:
+        assert len(t.top_logprobs) == 3 and t.logprob <= 0
+        assert t.top_logprobs[0].token == t.token and t.top_logprobs[0].logprob == t.logprob
+    streamed = [
+        t
+        for c in chat(
+            client, top_logprobs=3, stream=True, extra_body={"ignore_eos": True}, **settings
+        )
+        if c.choices and c.choices[0].logprobs
+        for t in c.choices[0].logprobs.content or []
+    ]
+    assert [(t.token, t.logprob) for t in streamed] == [(t.token, t.logprob) for t in content]
+    text = client.completions.create(
+        model=MODEL, prompt="The sky is", max_tokens=4, temperature=0, logprobs=2
+    ).choices[0]
+    lp = text.logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 4
+    assert "".join(lp.tokens) == text.text and lp.text_offset[0] == 0
+    assert all(len(top) == 2 for top in lp.top_logprobs)
+
+
 def test_text_completions(client: openai.OpenAI) -> None:
     r = client.completions.create(
         model=MODEL, prompt="Once upon a time", max_tokens=6, temperature=0, echo=True

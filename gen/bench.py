@@ -57,14 +57,17 @@ PERPLEXITY_TEXTS = {
 }
 
 
-def prompts(loaded: LoadedModel, n: int) -> list[list[int]]:
+def prompt_messages(n: int) -> list[list[dict[str, str]]]:
     out = []
     for i in range(n):
         topic = TOPICS[i % len(TOPICS)]
         style = ["an essay", "a story", "a lesson", "a report"][i // len(TOPICS) % 4]
-        msg = [{"role": "user", "content": f"Write {style} about {topic}."}]
-        out.append(encode_chat(loaded.tokenizer, msg))
+        out.append([{"role": "user", "content": f"Write {style} about {topic}."}])
     return out
+
+
+def prompts(loaded: LoadedModel, n: int) -> list[list[int]]:
+    return [encode_chat(loaded.tokenizer, m) for m in prompt_messages(n)]
 
 
 def long_prompt(loaded: LoadedModel, tokens: int = 600) -> list[int]:
@@ -119,9 +122,11 @@ def run_bench(
     continuation_prompt: int = 600,
     round_tokens: int = 64,
     mixed_max: int = 256,
+    served: bool = True,
 ) -> dict[str, Any]:
-    """Our engine in `dtype` against Hugging Face in float32, on the same weights. The
-    sizes are the issue's; smaller ones are for the tests."""
+    """Our engine in `dtype` against Hugging Face in float32, on the same weights; with
+    `served`, the mixed batch again through a `gen serve` the bench starts. The sizes are
+    the issue's; smaller ones are for the tests."""
     loaded = load_model(model, dtype)
     engine = Engine(loaded.model, loaded.tokenizer, max_slots=max(16, mixed_requests))
     hf = HFBaseline(loaded)
@@ -183,6 +188,24 @@ def run_bench(
         "prompt_tokens": sum(len(p) for p in batch),
         "prefix_reused_tokens": sum(c.cached_prompt_tokens for c in done),
     }
+
+    if served:
+        from gen.bench_served import run_served
+
+        progress(f"mixed batch over HTTP: {mixed_requests} streaming clients to gen serve")
+        expected = [c.text.rstrip("\ufffd") for c in done]  # (a reply never ends in half a char)
+        http = run_served(
+            model, dtype, loaded.name, prompt_messages(mixed_requests), lengths, expected
+        )
+        results["served"] = {
+            "requests": mixed_requests,
+            "clients": mixed_requests,
+            "seconds": round(http.seconds, 2),
+            "in_process_seconds": round(ours_mixed, 2),
+            "overhead_ratio": round(http.seconds / ours_mixed, 3),
+            "tokens": http.tokens,
+            "identical": http.identical,
+        }
 
     # batch invariance: the shortest requests of the mixed batch again, each alone
     solo_n = min(8, mixed_requests)

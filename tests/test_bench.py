@@ -39,6 +39,11 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert 70 <= c["prompt_tokens"] <= 120
     assert figures["ttft_seconds"] > 0 and figures["peak_rss_mb"] > 0
     assert "quality" not in figures  # only for a dtype other than float32
+    # the mixed batch again as concurrent streaming clients of a gen serve the bench started
+    h = figures["served"]
+    assert (h["requests"], h["clients"], h["tokens"]) == (3, 3, 16 + 20 + 24)
+    assert h["identical"] == 3  # greedy float32: the same text as in process
+    assert h["seconds"] > 0 and h["overhead_ratio"] > 0
 
 
 def test_the_cli_prints_json_and_a_table(
@@ -53,6 +58,8 @@ def test_the_cli_prints_json_and_a_table(
         assert key in printed["mixed_batch"]
     for key in ("seconds", "reprefill_seconds", "ratio_vs_reprefill"):
         assert key in printed["continuation"]
+    for key in ("seconds", "in_process_seconds", "overhead_ratio"):
+        assert key in printed["served"]
     assert "ttft_seconds" in printed and "peak_rss_mb" in printed
 
     assert main(["bench"]) == 0
@@ -61,3 +68,5 @@ def test_the_cli_prints_json_and_a_table(
     assert "b) 3 requests, 16..24 tokens" in table
     assert ("gen's kernels;" in table) is kernels.supported()
     assert "batched = alone: 3 of 3 requests" in table
+    assert "b') the same over HTTP: 3 streaming clients to gen serve" in table
+    assert f"{figures['served']['overhead_ratio']}x" in table

@@ -17,6 +17,11 @@ def add_command(sub: Any) -> None:
     b.add_argument("--requests", type=int, default=32, help="requests in the mixed batch")
     b.add_argument("--tokens", type=int, default=256, help="new tokens in the single stream")
     b.add_argument(
+        "--no-served",
+        action="store_true",
+        help="skip the figure of the mixed batch sent to a gen serve over HTTP",
+    )
+    b.add_argument(
         "--quality",
         action="store_true",
         help="measure long texts instead: words, S_l, distinct-4, repeated sentences",
@@ -59,7 +64,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.quality:
         return _bench_quality(args, note)
 
-    r = run_bench(args.model or default_model(), args.tokens, args.requests, note, args.dtype)
+    r = run_bench(
+        args.model or default_model(),
+        args.tokens,
+        args.requests,
+        note,
+        args.dtype,
+        served=not args.no_served,
+    )
     if args.json:
         print(json.dumps(r))
         return 0
@@ -86,6 +98,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{c['ratio_vs_reprefill']}x",
         ),
     ]
+    if "served" in r:
+        h = r["served"]
+        rows.insert(
+            3,
+            (
+                f"b') the same over HTTP: {h['clients']} streaming clients to gen serve (s)",
+                f"{h['seconds']}",
+                f"{h['in_process_seconds']} (in process)",
+                f"{h['overhead_ratio']}x",
+            ),
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     kernels = "gen's kernels" if r["kernels"] else "PyTorch's kernels (gen's not built)"
     print(f"# {r['model']}, dtype {r['dtype']}, {r['threads']} threads, {kernels}; HF in float32")
@@ -101,6 +124,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         f"b) prompt tokens {m['prompt_tokens']}, of which copied from a shared prefix "
         f"(the chat template's system prompt): {m['prefix_reused_tokens']}"
     )
+    if "served" in r:
+        h = r["served"]
+        print(
+            f"b') over HTTP: {h['tokens']} tokens streamed; text equal to in-process for "
+            f"{h['identical']} of {h['requests']} requests"
+        )
     print(f"d) time to first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB")
     if "quality" in r:
         q = r["quality"]

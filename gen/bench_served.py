@@ -1,0 +1,127 @@
+"""`gen bench`'s served figure: the mixed workload sent to a `gen serve` that the bench
+starts on loopback, one concurrent streaming HTTP client per request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from gen.backends.base import Message
+
+START_SECONDS = 600.0  # loading the model (converting it, the first time)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    seconds: float  # from the first request sent to the last stream's end
+    tokens: int  # completion tokens, as the server's usage chunks count them
+    identical: int  # streams whose text equals the in-process text for the same request
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def serving(model: str, dtype: str | None, slots: int) -> Iterator[str]:
+    """A `gen serve` subprocess on a free loopback port; yields its /v1 URL."""
+    port = _free_port()
+    command = [sys.executable, "-m", "gen.cli", "serve", "--port", str(port), "--model", model]
+    command += ["--max-slots", str(slots), *(["--dtype", dtype] if dtype else [])]
+    with tempfile.TemporaryFile() as log:
+        env = {k: v for k, v in os.environ.items() if k != "GEN_API_KEY"}
+        process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
+        try:
+            _wait(process, f"http://127.0.0.1:{port}", log)
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait(process: subprocess.Popen[bytes], url: str, log: Any) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"gen serve exited: {log.read().decode('utf-8', 'replace')}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError("gen serve did not come up")
+
+
+async def _stream(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str, int]:
+    text, tokens = "", 0
+    async with client.stream("POST", "/chat/completions", json=body) as r:
+        r.raise_for_status()
+        async for line in r.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            if "error" in chunk:
+                raise RuntimeError(f"gen serve: {chunk['error']}")
+            for choice in chunk["choices"]:
+                text += choice["delta"].get("content") or ""
+            if chunk.get("usage"):
+                tokens = chunk["usage"]["completion_tokens"]
+    return text, tokens
+
+
+async def _workload(url: str, bodies: list[dict[str, Any]]) -> tuple[list[tuple[str, int]], float]:
+    limits = httpx.Limits(max_connections=len(bodies) + 1)
+    async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
+        await _stream(client, bodies[0] | {"max_tokens": 4})  # warm the server up
+        start = time.perf_counter()
+        results = await asyncio.gather(*(_stream(client, b) for b in bodies))
+        return list(results), time.perf_counter() - start
+
+
+def run_served(
+    model: str,
+    dtype: str | None,
+    model_name: str,
+    messages: list[list[Message]],
+    lengths: list[int],
+    expected: list[str],
+) -> Served:
+    """Greedy, EOS ignored, request i asking for lengths[i] tokens, all sent at once."""
+    bodies = [
+        {
+            "model": model_name,
+            "messages": m,
+            "max_tokens": n,
+            "temperature": 0,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        for m, n in zip(messages, lengths, strict=True)
+    ]
+    with serving(model, dtype, max(16, len(bodies))) as url:
+        results, seconds = asyncio.run(_workload(url, bodies))
+    return Served(
+        seconds=seconds,
+        tokens=sum(tokens for _, tokens in results),
+        identical=sum(text == want for (text, _), want in zip(results, expected, strict=True)),
+    )

@@ -22,7 +22,7 @@ from gen.server.completions import completions
 from gen.server.errors import APIError, from_exception
 from gen.server.generation import ServedModel
 from gen.server.metrics import CONTENT_TYPE
-from gen.server.openai_api import Health, ModelCard, ModelList, dump
+from gen.server.openai_responses import Health, ModelCard, ModelList, dump
 from gen.server.openapi import openapi_document
 from gen.server.request import server_state
 from gen.server.security import BearerAuth, BodyLimit

@@ -13,13 +13,13 @@ from starlette.responses import JSONResponse, Response
 from gen.backends.base import Delta, Message
 from gen.server.errors import APIError
 from gen.server.logprobs import TokenBytes, chat_logprobs
-from gen.server.openai_api import (
+from gen.server.openai_api import ChatCompletionRequest
+from gen.server.openai_responses import (
     AssistantMessage,
     ChatChoice,
     ChatChunkChoice,
     ChatCompletion,
     ChatCompletionChunk,
-    ChatCompletionRequest,
     ChoiceLogprobs,
     ChunkDelta,
     Usage,
@@ -83,6 +83,8 @@ async def chat_completions(request: Request) -> Response:
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
     state.check_model(req.model)
+    if req.stream_options is not None and not req.stream:
+        raise APIError(400, "stream_options needs stream: true", param="stream_options")
     if req.top_logprobs is not None and not req.logprobs:
         raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     if req.continue_final_message:

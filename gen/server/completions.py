@@ -12,11 +12,11 @@ from starlette.responses import JSONResponse, Response
 from gen.backends.base import Delta
 from gen.server.errors import APIError
 from gen.server.logprobs import TokenBytes, completion_logprobs
-from gen.server.openai_api import (
+from gen.server.openai_api import CompletionRequest
+from gen.server.openai_responses import (
     Completion,
     CompletionChoice,
     CompletionLogprobs,
-    CompletionRequest,
     dump,
     usage,
 )
@@ -90,6 +90,8 @@ async def completions(request: Request) -> Response:
     backend = state.backend
     req = await parse_body(request, CompletionRequest)
     state.check_model(req.model)
+    if req.stream_options is not None and not req.stream:
+        raise APIError(400, "stream_options needs stream: true", param="stream_options")
     ids, text = _prompt(state, req)
     state.check_prompt(ids, "prompt")
     room = backend.context_window - len(ids)

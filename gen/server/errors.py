@@ -62,7 +62,14 @@ def from_validation(exc: ValidationError) -> APIError:
     loc = [str(p) for p in first["loc"] if not _is_type_tag(p)]
     param = ".".join(loc) or None
     where = f"{param}: " if param else ""
-    return APIError(400, f"{where}{first['msg']}", param=param, code="invalid_value")
+    note = _NOTES.get(param or "", "")
+    return APIError(400, f"{where}{first['msg']}{note}", param=param, code="invalid_value")
+
+
+_NOTES = {
+    "n": " (gen serve answers with one choice)",
+    "response_format.type": " (structured output is not built yet)",
+}
 
 
 def _is_type_tag(part: Any) -> bool:

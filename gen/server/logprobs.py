@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from gen.sampling import TokenLogprob
-from gen.server.openai_api import (
+from gen.server.openai_responses import (
     ChoiceLogprobs,
     CompletionLogprobs,
     TokenLogprobContent,

@@ -1,4 +1,5 @@
-"""The OpenAI API's requests and responses as pydantic models (what /openapi.json publishes).
+"""The OpenAI API's requests as pydantic models (openai_responses has the answers; both are
+what /openapi.json publishes).
 
 Requests carry OpenAI's parameters, vLLM's extras where the engine has them, and gen's own
 samplers (DRY, no-repeat n-gram). Fields a request names that are not here are ignored, as
@@ -7,16 +8,9 @@ vLLM does; a known field with a value gen cannot honour is a 400.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    field_validator,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gen.sampling import SamplingParams, build_sampling_params
 
@@ -150,154 +144,3 @@ class CompletionRequest(_Sampling):
 
     def engine_logprobs(self) -> int | None:
         return self.logprobs
-
-
-# -- responses --------------------------------------------------------------------------
-
-
-class PromptTokensDetails(BaseModel):
-    cached_tokens: int = 0
-
-
-class Usage(BaseModel):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    prompt_tokens_details: PromptTokensDetails = Field(default_factory=PromptTokensDetails)
-
-
-FinishReason = Literal["stop", "length", "abort"]
-StopReason = int | str | None
-
-
-class TopLogprob(BaseModel):
-    token: str
-    logprob: float
-    bytes: list[int] | None = None
-
-
-class TokenLogprobContent(TopLogprob):
-    top_logprobs: list[TopLogprob] = Field(default_factory=list)
-
-
-class ChoiceLogprobs(BaseModel):
-    content: list[TokenLogprobContent] | None = None
-
-
-class AssistantMessage(BaseModel):
-    role: Literal["assistant"] = "assistant"
-    content: str
-
-
-class ChatChoice(BaseModel):
-    index: int = 0
-    message: AssistantMessage
-    logprobs: ChoiceLogprobs | None = None
-    finish_reason: FinishReason
-    stop_reason: StopReason = Field(
-        default=None, description="the stop string or token id that ended it; null for EOS"
-    )
-
-
-class ChatCompletion(BaseModel):
-    id: str
-    object: Literal["chat.completion"] = "chat.completion"
-    created: int
-    model: str
-    choices: list[ChatChoice]
-    usage: Usage
-
-
-class ChunkDelta(BaseModel):
-    role: Literal["assistant"] | None = None
-    content: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _without_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return {k: v for k, v in handler(self).items() if v is not None}
-
-
-class ChatChunkChoice(BaseModel):
-    index: int = 0
-    delta: ChunkDelta
-    logprobs: ChoiceLogprobs | None = None
-    finish_reason: FinishReason | None = None
-    stop_reason: StopReason = None
-
-
-class ChatCompletionChunk(BaseModel):
-    id: str
-    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
-    created: int
-    model: str
-    choices: list[ChatChunkChoice]
-    usage: Usage | None = None
-
-
-class CompletionLogprobs(BaseModel):
-    tokens: list[str] = Field(default_factory=list)
-    token_logprobs: list[float | None] = Field(default_factory=list)
-    top_logprobs: list[dict[str, float] | None] = Field(default_factory=list)
-    text_offset: list[int] = Field(default_factory=list)
-
-
-class CompletionChoice(BaseModel):
-    index: int = 0
-    text: str
-    logprobs: CompletionLogprobs | None = None
-    finish_reason: FinishReason | None = None
-    stop_reason: StopReason = None
-
-
-class Completion(BaseModel):
-    """A text completion, and (object "text_completion" too) each chunk of a streamed one."""
-
-    id: str
-    object: Literal["text_completion"] = "text_completion"
-    created: int
-    model: str
-    choices: list[CompletionChoice]
-    usage: Usage | None = None
-
-
-class ModelCard(BaseModel):
-    id: str
-    object: Literal["model"] = "model"
-    created: int
-    owned_by: str = "gen"
-    max_model_len: int
-
-
-class ModelList(BaseModel):
-    object: Literal["list"] = "list"
-    data: list[ModelCard]
-
-
-class ErrorDetail(BaseModel):
-    message: str
-    type: str
-    param: str | None = None
-    code: str | int | None = None
-
-
-class ErrorResponse(BaseModel):
-    error: ErrorDetail
-
-
-class Health(BaseModel):
-    status: Literal["ok"] = "ok"
-    model: str
-
-
-def usage(prompt: int, completion: int, cached: int) -> Usage:
-    return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=prompt + completion,
-        prompt_tokens_details=PromptTokensDetails(cached_tokens=cached),
-    )
-
-
-def dump(model: BaseModel) -> dict[str, Any]:
-    """A response as JSON-ready data (None fields kept: OpenAI sends them as null)."""
-    return model.model_dump(mode="json")

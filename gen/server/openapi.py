@@ -1,4 +1,5 @@
-"""The OpenAPI 3.1 document at /openapi.json, made from the pydantic models of openai_api."""
+"""The OpenAPI 3.1 document at /openapi.json, made from the pydantic models of the requests
+(openai_api) and responses (openai_responses)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,18 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 import gen
-from gen.server import openai_api as api
+from gen.server import openai_api as req
+from gen.server import openai_responses as res
 
 _MODELS: tuple[type[BaseModel], ...] = (
-    api.ChatCompletionRequest,
-    api.CompletionRequest,
-    api.ChatCompletion,
-    api.ChatCompletionChunk,
-    api.Completion,
-    api.ModelList,
-    api.ErrorResponse,
-    api.Health,
+    req.ChatCompletionRequest,
+    req.CompletionRequest,
+    res.ChatCompletion,
+    res.ChatCompletionChunk,
+    res.Completion,
+    res.ModelList,
+    res.ErrorResponse,
+    res.Health,
 )
 _ERRORS = {
     "400": "Invalid request: the message names the parameter",

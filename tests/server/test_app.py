@@ -118,6 +118,8 @@ def test_the_request_becomes_the_engine_settings() -> None:
         (chat(temperature=-1), "temperature"),
         (chat(top_p=0), "top_p"),
         (chat(top_logprobs=6), "top_logprobs"),
+        (chat(top_logprobs=2), "top_logprobs"),  # without logprobs: true
+        (chat(stream_options={"include_usage": True}), "stream_options"),  # without stream
         (chat(stop=["", "x"]), "stop.0"),
         (chat(max_tokens=0), "max_tokens"),
         (chat(seed=2**63), "seed"),

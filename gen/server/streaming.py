@@ -15,6 +15,7 @@ import anyio
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
 
 from gen.backends.base import Delta
 from gen.backends.collect import Collected, collect
@@ -63,8 +64,24 @@ async def _events(
     yield _data("[DONE]")
 
 
+class _GenerationEvents(EventSourceResponse):
+    """The events of one generation, closed however the response ends (even one whose
+    events never started: a client gone before the headers)."""
+
+    def __init__(self, gen: Generation, chunks: Chunks, include_usage: bool) -> None:
+        super().__init__(_events(gen, chunks, include_usage), sep="\n", ping=15)
+        self.gen = gen
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.gen.close()
+
+
 def event_stream(gen: Generation, chunks: Chunks, include_usage: bool) -> EventSourceResponse:
-    return EventSourceResponse(_events(gen, chunks, include_usage), sep="\n", ping=15)
+    return _GenerationEvents(gen, chunks, include_usage)
 
 
 async def _disconnected(request: Request) -> None:

@@ -24,9 +24,9 @@ def add_command(sub: Any) -> None:
     s = sub.add_parser(
         "serve",
         help="serve the engine as an OpenAI-compatible API",
-        description="Serve one model over the OpenAI API (/v1/chat/completions, "
-        "/v1/completions, /v1/models), with /health, /metrics and /openapi.json. Every "
-        "request joins the same continuously batched engine.",
+        description="Serve one model over the OpenAI API (/v1/chat/completions,\n"
+        "/v1/completions, /v1/models), with /health, /metrics and /openapi.json.\n"
+        "Every request joins the same continuously batched engine.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -38,6 +38,7 @@ def add_command(sub: Any) -> None:
     s.add_argument(
         "--api-key",
         default=None,
+        metavar="KEY",
         help="every /v1/* request needs 'Authorization: Bearer KEY' (default $GEN_API_KEY); "
         "needed to bind an address other than loopback",
     )
@@ -48,18 +49,29 @@ def add_command(sub: Any) -> None:
         metavar="ORIGIN",
         help="allow browser requests from this origin (repeatable; '*' for any; default none)",
     )
-    s.add_argument("--max-slots", type=int, default=16, help="sequences decoded together")
+    s.add_argument(
+        "--max-slots", type=int, default=16, metavar="N", help="sequences decoded together"
+    )
     s.add_argument(
         "--max-queue",
         type=int,
         default=256,
+        metavar="N",
         help="requests queued or running at once; past it a 429 with Retry-After",
     )
     s.add_argument(
-        "--max-model-len", type=int, default=None, help="cap the context window (tokens)"
+        "--max-model-len",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="cap the context window below the model's own",
     )
     s.add_argument(
-        "--max-body-mb", type=float, default=8.0, help="largest request body (default 8 MB)"
+        "--max-body-mb",
+        type=float,
+        default=8.0,
+        metavar="MB",
+        help="largest request body (default 8; past it a 413)",
     )
     s.add_argument(
         "--log-level",

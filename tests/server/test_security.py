@@ -56,3 +56,18 @@ def test_a_public_bind_without_a_key_is_refused() -> None:
     assert done.returncode == 2
     assert "refusing to serve on 0.0.0.0 without an API key" in done.stderr
     assert "--api-key" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-slots", "0"], "--max-slots must be positive"),
+        (["--max-body-mb", "0"], "--max-body-mb must be positive"),
+        (["--model", "openai:gpt-4o"], "gen serve runs a local model"),
+    ],
+)
+def test_bad_options_exit_2_before_serving(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        gen_command("serve", "--port", "9", *args), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr

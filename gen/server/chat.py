@@ -8,9 +8,10 @@ import uuid
 
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from gen.backends.base import Delta, Message
+from gen.backends.collect import Collected
 from gen.server.errors import APIError
 from gen.server.logprobs import TokenBytes, chat_logprobs
 from gen.server.openai_api import ChatCompletionRequest
@@ -23,11 +24,10 @@ from gen.server.openai_responses import (
     ChoiceLogprobs,
     ChunkDelta,
     Usage,
-    dump,
     usage,
 )
 from gen.server.request import parse_body, server_state
-from gen.server.streaming import collect_unless_gone, event_stream
+from gen.server.streaming import respond
 
 
 class ChatChunks:
@@ -114,22 +114,23 @@ async def chat_completions(request: Request) -> Response:
     params = req.sampling_params(backend.context_window - len(ids), req.engine_logprobs())
     gen = await state.start(ids, params, req.user)
     chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs)
-    if req.stream:
-        return event_stream(gen, chunks, req.include_usage)
-    done = await collect_unless_gone(request, gen)
-    if done is None:
-        return Response(status_code=499)  # nobody is there to read it
-    choice = ChatChoice(
-        message=AssistantMessage(content=done.text),
-        logprobs=chat_logprobs(done.logprobs, backend.token_bytes) if req.logprobs else None,
-        finish_reason=done.finish_reason,  # type: ignore[arg-type]
-        stop_reason=done.stop_reason,
+
+    def whole(done: Collected) -> BaseModel:
+        choice = ChatChoice(
+            message=AssistantMessage(content=done.text),
+            logprobs=chat_logprobs(done.logprobs, backend.token_bytes) if req.logprobs else None,
+            finish_reason=done.finish_reason,  # type: ignore[arg-type]
+            stop_reason=done.stop_reason,
+        )
+        body = ChatCompletion(
+            id=chunks.id,
+            created=chunks.created,
+            model=backend.model,
+            choices=[choice],
+            usage=usage(done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens),
+        )
+        return body
+
+    return await respond(
+        request, gen, chunks, stream=req.stream, include_usage=req.include_usage, whole=whole
     )
-    body = ChatCompletion(
-        id=chunks.id,
-        created=chunks.created,
-        model=backend.model,
-        choices=[choice],
-        usage=usage(done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens),
-    )
-    return JSONResponse(dump(body))

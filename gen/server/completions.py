@@ -7,9 +7,10 @@ import uuid
 
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from gen.backends.base import Delta
+from gen.backends.collect import Collected
 from gen.server.errors import APIError
 from gen.server.logprobs import TokenBytes, completion_logprobs
 from gen.server.openai_api import CompletionRequest
@@ -17,12 +18,11 @@ from gen.server.openai_responses import (
     Completion,
     CompletionChoice,
     CompletionLogprobs,
-    dump,
     usage,
 )
 from gen.server.request import parse_body, server_state
 from gen.server.state import ServerState
-from gen.server.streaming import collect_unless_gone, event_stream
+from gen.server.streaming import respond
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's for this endpoint
 
@@ -99,22 +99,23 @@ async def completions(request: Request) -> Response:
     echo = text if req.echo else ""
     gen = await state.start(ids, params, req.user)
     chunks = TextChunks(backend.model, backend.token_bytes, req.logprobs is not None, echo)
-    if req.stream:
-        return event_stream(gen, chunks, req.include_usage)
-    done = await collect_unless_gone(request, gen)
-    if done is None:
-        return Response(status_code=499)  # nobody is there to read it
-    choice = CompletionChoice(
-        text=echo + done.text,
-        logprobs=chunks.logprobs_of(Delta("", logprobs=done.logprobs)),
-        finish_reason=done.finish_reason,  # type: ignore[arg-type]
-        stop_reason=done.stop_reason,
+
+    def whole(done: Collected) -> BaseModel:
+        choice = CompletionChoice(
+            text=echo + done.text,
+            logprobs=chunks.logprobs_of(Delta("", logprobs=done.logprobs)),
+            finish_reason=done.finish_reason,  # type: ignore[arg-type]
+            stop_reason=done.stop_reason,
+        )
+        body = Completion(
+            id=chunks.id,
+            created=chunks.created,
+            model=backend.model,
+            choices=[choice],
+            usage=usage(done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens),
+        )
+        return body
+
+    return await respond(
+        request, gen, chunks, stream=req.stream, include_usage=req.include_usage, whole=whole
     )
-    body = Completion(
-        id=chunks.id,
-        created=chunks.created,
-        model=backend.model,
-        choices=[choice],
-        usage=usage(done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens),
-    )
-    return JSONResponse(dump(body))

@@ -8,19 +8,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
 import anyio
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from gen.backends.base import Delta
 from gen.backends.collect import Collected, collect
 from gen.server.errors import from_exception
 from gen.server.generation import Generation
+from gen.server.openai_responses import dump
 
 
 class Chunks(Protocol):
@@ -109,3 +111,22 @@ async def collect_unless_gone(request: Request, gen: Generation) -> Collected | 
             await done
         return None
     return done.result()
+
+
+async def respond(
+    request: Request,
+    gen: Generation,
+    chunks: Chunks,
+    *,
+    stream: bool,
+    include_usage: bool,
+    whole: Callable[[Collected], BaseModel],
+) -> Response:
+    """The answer to a completion request: streamed as `chunks`, or the body `whole` builds
+    from the finished generation (499 when the client left before it finished)."""
+    if stream:
+        return event_stream(gen, chunks, include_usage)
+    done = await collect_unless_gone(request, gen)
+    if done is None:
+        return Response(status_code=499)  # nobody is there to read it
+    return JSONResponse(dump(whole(done)))

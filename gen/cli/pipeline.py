@@ -7,7 +7,6 @@ import asyncio
 import json
 import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -129,8 +128,6 @@ class Progress:
 
     def __init__(self, stream: IO[str]) -> None:
         self.out = stream
-        self.round_started: dict[str, float] = {}
-        self.run_started = time.monotonic()
 
     def __call__(self, ev: dict[str, Any]) -> None:
         t = ev["type"]
@@ -142,7 +139,6 @@ class Progress:
                 flush=True,
             )
         elif t == "section_started":
-            self.round_started[ev["section"]] = time.monotonic()
             note = " (cached)" if ev.get("cached") else ""
             trimmed = f", trimmed {ev['trimmed_tokens']} tok" if ev.get("trimmed_tokens") else ""
             print(
@@ -151,10 +147,7 @@ class Progress:
                 flush=True,
             )
         elif t == "round_finished":
-            began = self.round_started.get(ev["section"], time.monotonic())
-            secs = max(1e-6, time.monotonic() - began)
-            self.round_started[ev["section"]] = time.monotonic()
-            tps = ev["completion_tokens"] / secs
+            tps = ev["tokens_per_second"]
             print(
                 f"    {ev['section']} round {ev['round']} [{ev['strategy']}]: "
                 f"{ev['finish_reason']}, {ev['completion_tokens']} tok, {tps:.1f} tok/s, "

@@ -1,17 +1,29 @@
 """The run's event stream (DESIGN.md §5): numbered events, written to events.jsonl and
-handed to every subscriber (progress display, --events, SSE)."""
+handed to every subscriber (progress display, --events, SSE).
+
+The process writing a run holds an exclusive lock on its events.jsonl for as long as the
+run goes on, so a reader (`gen serve`) can tell a live run from one whose writer died."""
 
 from __future__ import annotations
 
+import fcntl
+import io
 import json
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from gen.errors import GenError
+
 Event = dict[str, Any]
 Subscriber = Callable[[Event], None]
+
+
+class RunBusy(GenError):
+    """Another process is writing this run (its events.jsonl is locked)."""
 
 
 class EventLog:
@@ -20,7 +32,7 @@ class EventLog:
         self.seq = start_seq
         self.subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
-        self._file: IO[str] | None = path.open("a", encoding="utf-8") if path else None
+        self._file: IO[str] | None = _open_locked(path) if path else None
 
     def subscribe(self, fn: Subscriber) -> None:
         self.subscribers.append(fn)
@@ -44,18 +56,78 @@ class EventLog:
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            self._file.close()  # closing drops the lock
             self._file = None
+
+
+def _open_locked(path: Path) -> IO[str]:
+    """events.jsonl opened for appending, locked, and without a torn last line (a writer
+    killed mid-line): its next event must start a line of its own."""
+    f = path.open("a+b")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise RunBusy(
+            f"another process is writing this run ({path.parent}); wait for it to end, "
+            "or stop it first"
+        ) from None
+    size = f.seek(0, os.SEEK_END)
+    if size:
+        f.seek(0)
+        data = f.read()
+        end = data.rfind(b"\n") + 1
+        if end < size:
+            f.truncate(end)
+    return io.TextIOWrapper(f, encoding="utf-8", newline="")
+
+
+def is_live(path: Path) -> bool:
+    """Whether a process (this one included) is writing the run of this events.jsonl."""
+    try:
+        f = path.open("rb")
+    except OSError:
+        return False
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
+
+
+class EventReader:
+    """Reads an events.jsonl as it grows: each call to `new()` gives the complete lines
+    written since the last call (a line still being written waits for its newline)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def new(self) -> Iterator[Event]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a torn line a killed writer left: never an event
+            if isinstance(event, dict) and isinstance(event.get("seq"), int):
+                yield event
+
+
+def read_events(path: Path) -> list[Event]:
+    """Every complete event of an events.jsonl."""
+    return list(EventReader(path).new())
 
 
 def last_seq(path: Path) -> int:
     """The highest seq in an events.jsonl (0 if none); a torn last line is ignored."""
-    if not path.is_file():
-        return 0
-    seq = 0
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            seq = max(seq, int(json.loads(line)["seq"]))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return seq
+    return max((e["seq"] for e in read_events(path)), default=0)

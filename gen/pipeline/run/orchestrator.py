@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import socket
 import time
 import traceback
 from typing import Any
@@ -86,6 +88,8 @@ class Orchestrator:
             sections=[s.id for s in self.pipeline.sections],
             window=self.ctx.window,
             resumed=bool(self.previous),
+            pid=os.getpid(),  # who writes the run: `gen serve` can stop a `gen run` it shows
+            host=socket.gethostname(),
         )
         loop = asyncio.get_running_loop()
         self._done = {s.id: loop.create_future() for s in self.pipeline.sections}
@@ -239,6 +243,7 @@ class Orchestrator:
                     "section_started",
                     section=key,
                     title=rec.title,
+                    target_words=rec.target_words,
                     prompt_tokens=first.prompt_tokens,
                     trimmed_tokens=first.trimmed_tokens,
                     cached=False,
@@ -286,7 +291,13 @@ class Orchestrator:
         rec.degenerate, rec.distinct_4 = saved.degenerate, saved.distinct_4
         rec.repeated_sentences = saved.repeated_sentences
         rec.status, rec.cached = "completed", True
-        self.events.emit("section_started", section=rec.key, title=rec.title, cached=True)
+        self.events.emit(
+            "section_started",
+            section=rec.key,
+            title=rec.title,
+            target_words=rec.target_words,
+            cached=True,
+        )
         self.events.emit("section_finished", **self._summary(rec))
         return True
 

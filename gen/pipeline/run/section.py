@@ -570,5 +570,7 @@ class SectionRun:
             words=count_words(self.text),
             retry=self.retries,
             repetition=record.repetition,
+            seconds=round(seconds, 3),
+            tokens_per_second=round(record.completion_tokens / seconds, 2) if seconds > 0 else 0.0,
         )
         return record

@@ -4,6 +4,7 @@ manifest (DESIGN.md §4), events (§5) and failing sections."""
 from __future__ import annotations
 
 import asyncio
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,14 @@ def test_dag_order_and_independent_sections_overlap(tmp_path: Path) -> None:
     assert [s["id"] for s in manifest["sections"]] == ["a", "b", "c", "d"]
     doc = prepared.run_dir.document_path.read_text("utf-8")
     assert doc.index("Alpha text.") < doc.index("Beta text") < doc.index("Text of c.")
+    # timeline.svg beside the manifest: a row per section, a bar per round
+    svg = ET.parse(prepared.run_dir.path / "timeline.svg").getroot()
+    rows = svg.findall(".//{http://www.w3.org/2000/svg}g[@class='section']")
+    assert [g.get("data-section") for g in rows] == ["a", "b", "d", "c"]  # as they started
+    bars = [
+        r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if "round" in r.get("class", "")
+    ]
+    assert len(bars) == 4
 
 
 FAN_OUT = """

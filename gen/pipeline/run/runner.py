@@ -11,6 +11,7 @@ from gen.pipeline.run.events import EventLog, Subscriber, last_seq
 from gen.pipeline.run.orchestrator import Orchestrator, preflight
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.section import RunContext
+from gen.pipeline.run.timeline import write_timeline
 from gen.pipeline.spec import Pipeline
 
 
@@ -25,6 +26,7 @@ class PreparedRun:
             return await self.orchestrator.run()
         finally:
             self.events.close()
+            write_timeline(self.run_dir.path)  # timeline.svg: where the run's time went
 
 
 def context_window(pipeline: Pipeline, backend: Backend) -> int:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from gen.cli.common import add_dtype, default_model
 from gen.errors import ConfigError
+from gen.pipeline.run.rundir import check_out_dir
 
 EPILOG = """examples:
   gen serve
@@ -60,6 +62,37 @@ def add_command(sub: Any) -> None:
         help="requests queued or running at once; past it a 429 with Retry-After",
     )
     s.add_argument(
+        "-o",
+        "--out",
+        default="outputs",
+        help="the outputs folder: runs started here are written there, and runs a `gen run` "
+        "writes there are listed and can be watched (default outputs/)",
+    )
+    s.add_argument(
+        "--pipelines",
+        default="pipelines",
+        metavar="DIR",
+        help="the folder of pipelines a run may name, and the dashboard offers "
+        "(default pipelines/)",
+    )
+    s.add_argument(
+        "--max-runs", type=int, default=2, metavar="N", help="pipeline runs generating at once"
+    )
+    s.add_argument(
+        "--max-run-queue",
+        type=int,
+        default=16,
+        metavar="N",
+        help="runs waiting for a place; past it POST /v1/runs answers 429",
+    )
+    s.add_argument(
+        "--sse-ping",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="keep-alive comment interval on event streams (default 15)",
+    )
+    s.add_argument(
         "--max-model-len",
         type=int,
         default=None,
@@ -91,12 +124,15 @@ def _check(args: argparse.Namespace, api_key: str | None) -> None:
             f"refusing to serve on {args.host} without an API key: anyone who can reach it "
             f"could use the model. Pass --api-key KEY (or set GEN_API_KEY), or bind 127.0.0.1"
         )
-    for name in ("port", "max_slots", "max_queue", "max_model_len"):
+    for name in ("port", "max_slots", "max_queue", "max_model_len", "max_runs", "max_run_queue"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "port" else 1):
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {value}")
     if args.max_body_mb <= 0:
         raise ConfigError(f"--max-body-mb must be positive, got {args.max_body_mb}")
+    if args.sse_ping <= 0:
+        raise ConfigError(f"--sse-ping must be positive, got {args.sse_ping}")
+    check_out_dir(Path(args.out))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -108,6 +144,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gen.backends.local import LocalBackend
     from gen.models import load_model, resolve
     from gen.server.app import create_app
+    from gen.server.run_manager import RunLimits, RunManager
     from gen.server.state import ServerConfig
 
     spec = args.model or default_model()
@@ -122,10 +159,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_queue=args.max_queue,
         fault_marker=os.environ.get("GEN_SERVE_FAULT") or None,
     )
-    app = create_app(backend, config)
+    runs = RunManager(
+        backend,
+        Path(args.out),
+        Path(args.pipelines),
+        RunLimits(max_runs=args.max_runs, max_queue=args.max_run_queue),
+        ping_seconds=args.sse_ping,
+    )
+    app = create_app(backend, config, runs)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(
-        f"gen serve: {backend.model} on http://{host}:{args.port}/v1 "
+        f"gen serve: {backend.model} on http://{host}:{args.port}/v1, "
+        f"dashboard at http://{host}:{args.port}/ "
         f"(context {backend.context_window} tokens{', API key required' if api_key else ''})",
         file=sys.stderr,
         flush=True,

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -12,8 +14,9 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from gen.errors import GenError
 from gen.sampling import InvalidParam
@@ -25,8 +28,13 @@ from gen.server.metrics import CONTENT_TYPE
 from gen.server.openai_responses import Health, ModelCard, ModelList, dump
 from gen.server.openapi import openapi_document
 from gen.server.request import server_state
+from gen.server.run_manager import RunManager
+from gen.server.runs import ROUTES as RUN_ROUTES
 from gen.server.security import BearerAuth, BodyLimit
 from gen.server.state import ServerConfig, ServerState
+
+STATIC = Path(__file__).parent / "static"
+log = logging.getLogger("gen.serve")
 
 
 async def list_models(request: Request) -> Response:
@@ -67,12 +75,25 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return from_exception(exc).response()
 
 
-def create_app(backend: ServedModel, config: ServerConfig | None = None) -> Starlette:
+async def dashboard(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+def create_app(
+    backend: ServedModel, config: ServerConfig | None = None, runs: RunManager | None = None
+) -> Starlette:
+    """The app; with `runs` (the pipeline runner over the same engine) also the runs API."""
     config = config or ServerConfig()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if runs is not None:
+            resumed = runs.resume_interrupted()
+            if resumed:
+                log.warning("resuming %d interrupted run(s): %s", len(resumed), " ".join(resumed))
         yield
+        if runs is not None:
+            await runs.shutdown()
         await backend.aclose()
 
     middleware = [Middleware(BodyLimit, limit=config.max_body_bytes)]
@@ -103,11 +124,15 @@ def create_app(backend: ServedModel, config: ServerConfig | None = None) -> Star
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
+            *RUN_ROUTES,
+            Route("/", dashboard, methods=["GET"]),
+            Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
         ],
         middleware=middleware,
         exception_handlers=handlers,
         lifespan=lifespan,
     )
     app.state.server = ServerState(backend, config)
+    app.state.runs = runs
     app.state.openapi = openapi_document(backend.model, auth=bool(config.api_key))
     return app

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -20,25 +22,45 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+COOKIE = "gen_api_key"
+
+
 class BearerAuth:
-    """Every /v1/* request needs `Authorization: Bearer <key>` (401 otherwise)."""
+    """Every /v1/* request needs `Authorization: Bearer <key>` (401 otherwise). A GET may
+    carry the key as the cookie `gen_api_key` instead: a browser's EventSource, <img> and
+    download links cannot send a header. (A cookie never authorises a POST, so no other
+    site can start or cancel a run through a visitor's browser.)"""
 
     def __init__(self, app: ASGIApp, api_key: str) -> None:
         self.app = app
-        self.expected = f"Bearer {api_key}".encode()
+        self.key = api_key.encode()
+        self.expected = b"Bearer " + self.key
+
+    def _allowed(self, scope: Scope) -> bool:
+        headers = dict(scope["headers"])
+        if secrets.compare_digest(headers.get(b"authorization", b""), self.expected):
+            return True
+        if scope["method"] not in ("GET", "HEAD") or b"cookie" not in headers:
+            return False
+        jar = SimpleCookie()
+        try:
+            jar.load(headers[b"cookie"].decode("latin-1"))
+        except CookieError:
+            return False
+        given = jar.get(COOKIE)
+        return given is not None and secrets.compare_digest(unquote(given.value).encode(), self.key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not secrets.compare_digest(given, self.expected):
-                error = APIError(
-                    401,
-                    "a valid API key is needed: send the header Authorization: Bearer <key>",
-                    code="invalid_api_key",
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await error.response()(scope, receive, send)
-                return
+        v1 = scope["type"] == "http" and scope["path"].startswith("/v1/")
+        if v1 and not self._allowed(scope):
+            error = APIError(
+                401,
+                "a valid API key is needed: send the header Authorization: Bearer <key>",
+                code="invalid_api_key",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await error.response()(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 

@@ -4,6 +4,7 @@ the manifest after every section, and the document at the end."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -73,6 +74,10 @@ class Orchestrator:
         self.results: dict[str, SectionResult] = {}
         self.previous = {s["id"]: s for s in (previous or {}).get("sections", [])}
         self.status = "running"
+        self.cancel_status = (
+            "cancelled"  # what a cancel makes of the run (a stopping server: failed)
+        )
+        self.cancel_note: str | None = None  # said in an error event when a cancel ends it
         self.started = time.monotonic()
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._done: dict[str, asyncio.Future[bool]] = {}
@@ -99,7 +104,11 @@ class Orchestrator:
         except asyncio.CancelledError:
             for t in tasks:
                 t.cancel()
-            self.status = "cancelled"
+            with contextlib.suppress(asyncio.CancelledError):  # their streams close: KV freed
+                await asyncio.gather(*tasks, return_exceptions=True)
+            self.status = self.cancel_status
+            if self.cancel_note:
+                self.events.emit("error", message=self.cancel_note)
             for rec in self.records.values():
                 if rec.status in ("pending", "running"):
                     rec.status = "cancelled"

@@ -1,0 +1,150 @@
+"""Runs on disk, as the runs API sees them: find a run directory by id under the outputs
+folder, read its manifest and request, and say whether a process is writing it. Knows
+nothing of HTTP or of the runs this server is executing."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gen.pipeline.run.events import EventLog, RunBusy, is_live, last_seq, read_events
+from gen.pipeline.run.rundir import RunDir, atomic_write
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+ACTIVE = ("queued", "running")
+SETTLE_AFTER_SECONDS = 5.0  # a run dir this fresh may be a `gen run` still taking its lock
+
+
+@dataclass(slots=True)
+class RunRequest:
+    """What POST /v1/runs asked for, kept in the run directory as request.json so that the
+    run can be resumed, by a call or by the next server, from the same text."""
+
+    pipeline: str  # the pipeline's name
+    text: str  # its YAML
+    file: str  # where error messages point: pipelines/<name>.yaml, or "request.pipeline"
+    named: bool  # from the pipelines folder (its templates may sit beside it)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    created: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, indent=2) + "\n"
+
+    @classmethod
+    def read(cls, run: RunDir) -> RunRequest | None:
+        path = request_path(run)
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text("utf-8"))
+            return cls(**data)
+        except (ValueError, TypeError):
+            return None
+
+
+def request_path(run: RunDir) -> Path:
+    return run.path / "request.json"
+
+
+def write_request(run: RunDir, request: RunRequest) -> None:
+    atomic_write(request_path(run), request.to_json())
+
+
+def check_run_id(run_id: str) -> bool:
+    return RUN_ID.fullmatch(run_id) is not None and ".." not in run_id
+
+
+def find_run(out: Path, run_id: str) -> RunDir | None:
+    """The run directory <out>/<pipeline>/<run_id>, if the id is a plain name and one exists
+    (never a path outside `out`: ids with '/' or '..' find nothing)."""
+    if not check_run_id(run_id) or not out.is_dir():
+        return None
+    for pipeline in sorted(out.iterdir()):
+        candidate = pipeline / run_id
+        if candidate.is_dir() and not candidate.is_symlink() and _is_run(candidate):
+            return RunDir(candidate)
+    return None
+
+
+def all_runs(out: Path) -> list[RunDir]:
+    if not out.is_dir():
+        return []
+    runs = [
+        RunDir(run)
+        for pipeline in out.iterdir()
+        if pipeline.is_dir() and not pipeline.is_symlink()
+        for run in pipeline.iterdir()
+        if run.is_dir() and not run.is_symlink() and check_run_id(run.name) and _is_run(run)
+    ]
+    return sorted(runs, key=lambda r: r.run_id, reverse=True)  # ids start with the time
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "manifest.json").is_file() or (path / "events.jsonl").is_file()
+
+
+def read_manifest(run: RunDir) -> dict[str, Any]:
+    try:
+        return run.read_manifest() or {}
+    except ValueError:
+        return {}  # being replaced right now is atomic; anything else is not a manifest
+
+
+def disk_status(run: RunDir, manifest: dict[str, Any]) -> str:
+    """A run's status as its files tell it: running while a process holds its event log."""
+    if is_live(run.events_path):
+        return "running"
+    return str(manifest.get("status") or "running")
+
+
+def settle_dead_run(run: RunDir, manifest: dict[str, Any]) -> bool:
+    """A run that says it is running but whose writer is gone (killed, or a server that
+    stopped): record it as failed, in the manifest and with a last event, so that watchers
+    end and `--resume` can pick it up. False when it is live, fresh or already over."""
+    if manifest.get("status") not in ACTIVE or is_live(run.events_path):
+        return False
+    events = run.events_path
+    if events.is_file() and time.time() - events.stat().st_mtime < SETTLE_AFTER_SECONDS:
+        return False
+    try:
+        log = EventLog(run.run_id, events, start_seq=last_seq(events))
+    except RunBusy:
+        return False  # a writer took it just now
+    try:
+        message = "the process writing this run stopped before it finished"
+        manifest = {**manifest, "status": "failed", "error": message, "interrupted": True}
+        run.write_manifest(manifest)
+        log.emit("error", message=message)
+        log.emit(
+            "run_finished", status="failed", metrics=manifest.get("metrics", {}), document=None
+        )
+    finally:
+        log.close()
+    return True
+
+
+def summary(run: RunDir, manifest: dict[str, Any], status: str, source: str) -> dict[str, Any]:
+    """A run as GET /v1/runs lists it."""
+    metrics = manifest.get("metrics") or {}
+    sections = manifest.get("sections") or []
+    return {
+        "run_id": run.run_id,
+        "pipeline": manifest.get("pipeline") or run.path.parent.name,
+        "status": status,
+        "source": source,
+        "created": manifest.get("created"),
+        "model": manifest.get("model"),
+        "words": metrics.get("words", 0),
+        "sections": len(sections),
+        "sections_completed": sum(s.get("status") == "completed" for s in sections),
+        "length_score": manifest.get("length_score"),
+        "document": bool(manifest.get("document")) and run.document_path.is_file(),
+    }
+
+
+def events_of(run: RunDir) -> list[dict[str, Any]]:
+    return read_events(run.events_path)

@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test check lint bench install
 
@@ -18,6 +20,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet -e '.[dev]'
 	# the engine's C++ kernels (about a minute, once); without a compiler gen uses PyTorch's
 	$(BIN)/python -m gen.engine.kernels || echo "gen: continuing without the compiled kernels"
+	# the dashboard tests' browser: Debian's chromium, driven by Playwright (no browser download)
+	test -x $(CHROMIUM) || $(SUDO) apt-get install -y -qq --no-install-recommends chromium \
+		|| ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends chromium)
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -319,7 +319,7 @@ class Orchestrator:
             "cached": rec.cached,
             "words": rec.words,
             "target_words": rec.target_words,
-            "length_score": rec.length_score,
+            "length_score": None if rec.length_score is None else round(rec.length_score, 1),
             "rounds": len(rec.rounds),
             "truncated": rec.truncated,
             "degenerate": rec.degenerate,

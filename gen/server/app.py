@@ -51,7 +51,9 @@ async def health(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     state = server_state(request)
-    return Response(state.metrics.render(state.admission.count), media_type=CONTENT_TYPE)
+    runs: RunManager | None = request.app.state.runs
+    counts = runs.counts() if runs is not None else (0, 0)
+    return Response(state.metrics.render(state.admission.count, counts), media_type=CONTENT_TYPE)
 
 
 async def openapi(request: Request) -> Response:

@@ -32,6 +32,8 @@ class Metrics:
         self.kv_used = gauge("gen_kv_cache_used_bytes", "KV memory the live sequences hold")
         self.kv_allocated = gauge("gen_kv_cache_allocated_bytes", "KV memory allocated")
         self.prefix = gauge("gen_prefix_cache_bytes", "KV memory kept for prompt prefixes")
+        self.runs_running = gauge("gen_runs_running", "Pipeline runs generating")
+        self.runs_queued = gauge("gen_runs_queued", "Pipeline runs waiting for a place")
 
         def counter(name: str, doc: str, *more: str) -> Counter:
             return Counter(name, doc, [*labels, *more], registry=r)
@@ -80,8 +82,11 @@ class Metrics:
     def aborted(self) -> None:
         self.requests.labels(self.model, "abort").inc()
 
-    def render(self, in_flight: int) -> bytes:
+    def render(self, in_flight: int, runs: tuple[int, int] = (0, 0)) -> bytes:
+        """The text exposition; `runs`: pipeline runs (generating, queued)."""
         s, m = self._stats(), self.model
+        self.runs_running.labels(m).set(runs[0])
+        self.runs_queued.labels(m).set(runs[1])
         self.running.labels(m).set(s.running)
         self.waiting.labels(m).set(s.waiting)
         self.in_flight.labels(m).set(in_flight)

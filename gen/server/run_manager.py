@@ -127,12 +127,12 @@ class RunManager:
         return self._start(ServerRun(run_dir, request))
 
     def _check_queue(self) -> None:
-        waiting = sum(r.status == "queued" for r in self.runs.values())
-        if waiting >= self.limits.max_queue:
+        # (counted as a whole: a run just submitted is queued until its task takes a place)
+        if len(self.runs) >= self.limits.max_runs + self.limits.max_queue:
             raise APIError(
                 429,
-                f"the run queue is full: {waiting} runs wait for one of "
-                f"{self.limits.max_runs} places; retry when one has finished",
+                f"the run queue is full: {self.limits.max_runs} runs generate and "
+                f"{self.limits.max_queue} wait; retry when one has finished",
                 code="run_queue_full",
                 headers={"Retry-After": "10"},
             )
@@ -260,6 +260,11 @@ class RunManager:
             manifest = read_manifest(run.run_dir)
             manifest |= {"interrupted": True, "status": "failed", "error": STOPPED}
             run.run_dir.write_manifest(manifest)
+
+    def counts(self) -> tuple[int, int]:
+        """Runs (generating, queued) here."""
+        running = sum(r.status == "running" for r in self.runs.values())
+        return running, len(self.runs) - running
 
     async def sleep(self) -> None:
         await asyncio.sleep(self.poll_seconds)

@@ -259,6 +259,7 @@ def test_cancel_keeps_finished_sections_and_leaves_the_engine_idle(
     events = watch(server, run_id).events
     assert events[-1] == {**events[-1], "type": "run_finished", "status": "cancelled"}
     wait_until(lambda: server.metrics()["gen_requests_running"] == 0, "the engine is idle")
+    assert server.metrics()["gen_runs_running"] == server.metrics()["gen_runs_queued"] == 0
     assert server.metrics()["gen_kv_cache_used_bytes"] == 0
     again = httpx.post(f"{server.v1}/runs/{run_id}/cancel")
     assert again.status_code == 409 and again.json()["error"]["code"] == "run_over"

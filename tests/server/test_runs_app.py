@@ -1,0 +1,166 @@
+"""The runs API's edges with a scripted backend, in process (fast): runs a dead writer
+left behind, what may not be resumed or fetched yet, ids that would leave the outputs
+folder, the pipelines listing, the cookie that only a GET may use, Accept negotiation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gen.pipeline.run.events import EventLog, read_events
+from gen.server.app import create_app
+from gen.server.documents import wants_html
+from gen.server.run_manager import RunLimits, RunManager
+from gen.server.state import ServerConfig
+from tests.pipeline.fake_backend import FakeBackend
+from tests.server.fakes import FakeServed
+
+Call = Callable[[httpx.AsyncClient, RunManager], Awaitable[Any]]
+
+TINY = """
+name: tiny
+defaults: {max_tokens: 20, max_rounds: 1}
+inputs: {topic: 茶}
+sections:
+  - {id: a, prompt: "[a] About {{ topic }}."}
+"""
+
+
+def serve(tmp_path: Path, call: Call, api_key: str | None = None) -> Any:
+    pipelines = tmp_path / "pipelines"
+    pipelines.mkdir(exist_ok=True)
+    (pipelines / "tiny.yaml").write_text("# A tiny one.\n" + TINY, encoding="utf-8")
+    (pipelines / "broken.yaml").write_text("name: broken\nsections: 3\n", encoding="utf-8")
+    runs = RunManager(
+        FakeBackend(), tmp_path / "out", pipelines, RunLimits(1, 1), poll_seconds=0.01
+    )
+    app = create_app(FakeServed(), ServerConfig(api_key=api_key), runs)
+
+    async def go() -> Any:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await call(client, runs)
+
+    return asyncio.run(go())
+
+
+async def finished(runs: RunManager) -> None:
+    while runs.runs:
+        await asyncio.sleep(0.01)
+
+
+def dead_cli_run(out: Path, status: str = "running") -> Path:
+    """What a `gen run` killed mid-run leaves: a manifest that says running, no lock."""
+    folder = out / "tiny" / "20261202-010203-abcdef"
+    (folder / "sections").mkdir(parents=True)
+    manifest = {"pipeline": "tiny", "run_id": folder.name, "status": status, "sections": []}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    log = EventLog(folder.name, folder / "events.jsonl")
+    log.emit("run_started", pipeline="tiny")
+    log.emit("delta", section="a", round=1, text="半")
+    log.close()
+    old = os.stat(folder / "events.jsonl").st_mtime - 60
+    os.utime(folder / "events.jsonl", (old, old))
+    return folder
+
+
+def test_a_run_whose_writer_died_is_settled_as_failed(tmp_path: Path) -> None:
+    folder = dead_cli_run(tmp_path / "out")
+
+    async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
+        listed = (await client.get("/v1/runs")).json()["data"]
+        stream = await client.get(f"/v1/runs/{folder.name}/events", params={"last_event_id": 1})
+        resume = await client.post(f"/v1/runs/{folder.name}/resume")
+        return listed, stream, resume
+
+    listed, stream, resume = serve(tmp_path, call)
+    assert [(r["run_id"], r["status"], r["source"]) for r in listed] == [
+        (folder.name, "failed", "cli")
+    ]
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    assert manifest["status"] == "failed" and manifest["interrupted"] is True
+    types = [e["type"] for e in read_events(folder / "events.jsonl")]
+    assert types == ["run_started", "delta", "error", "run_finished"]
+    # the stream replays after event 1, then ends: the run is over
+    assert stream.text.count("event: ") == 3 and "event: run_finished" in stream.text
+    assert resume.status_code == 409 and "gen run <pipeline> --resume" in resume.text
+
+
+def test_a_run_over_http_in_process_and_what_is_refused(tmp_path: Path) -> None:
+    async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
+        got: dict[str, Any] = {}
+        r = await client.post("/v1/runs", json={"pipeline": "tiny", "inputs": {"topic": "ไทย"}})
+        run_id = r.json()["run_id"]
+        got["created"] = r
+        got["queue"] = [
+            (await client.post("/v1/runs", json={"pipeline": "tiny"})).status_code for _ in range(2)
+        ]  # one waits for the place, the next is past the queue
+        await finished(runs)
+        got["manifest"] = (await client.get(f"/v1/runs/{run_id}")).json()
+        got["md"] = await client.get(f"/v1/runs/{run_id}/document")
+        got["html"] = await client.get(
+            f"/v1/runs/{run_id}/document", headers={"Accept": "text/html,*/*;q=0.8"}
+        )
+        got["resume"] = await client.post(f"/v1/runs/{run_id}/resume")
+        got["escape"] = await client.get("/v1/runs/..%2F..%2Fetc/events")
+        got["pipelines"] = (await client.get("/v1/pipelines")).json()["data"]
+        got["extra"] = await client.post("/v1/runs", json={"pipeline": "tiny", "model": "x"})
+        return got
+
+    got = serve(tmp_path, call)
+    assert got["created"].status_code == 201
+    assert got["queue"] == [201, 429]
+    assert got["manifest"]["status"] == "completed" and got["manifest"]["inputs"]["topic"] == "ไทย"
+    assert got["md"].text == "# tiny\n\n## A\n\nText of a.\n"
+    assert got["md"].headers["content-type"] == "text/markdown; charset=utf-8"
+    assert "<h2>A</h2>" in got["html"].text
+    assert got["resume"].status_code == 409 and got["resume"].json()["error"]["code"] == "run_over"
+    assert got["escape"].status_code == 404
+    tiny, broken = sorted(got["pipelines"], key=lambda p: p["name"] != "tiny")
+    assert tiny == {
+        "name": "tiny",
+        "file": "tiny.yaml",
+        "description": "A tiny one.",
+        "inputs": {"topic": "茶"},
+        "sections": ["a"],
+        "error": None,
+    }
+    assert broken["error"].startswith("broken.yaml:2:")
+    assert got["extra"].status_code == 400  # an unknown field of the body
+
+
+def test_the_cookie_opens_a_get_but_never_a_post(tmp_path: Path) -> None:
+    async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
+        client.cookies.set("gen_api_key", "k%C3%A9y")  # quoted as a page's JS would
+        get = await client.get("/v1/runs")
+        post = await client.post("/v1/runs", json={"pipeline": "tiny"})
+        page = await client.get("/")
+        return get, post, page
+
+    get, post, page = serve(tmp_path, call, api_key="kéy")
+    assert get.status_code == 200
+    assert post.status_code == 401 and post.json()["error"]["code"] == "invalid_api_key"
+    assert page.status_code == 200 and "/static/app.js" in page.text  # the page needs no key
+
+
+@pytest.mark.parametrize(
+    ("accept", "html"),
+    [
+        ("text/html", True),
+        ("text/html,application/xhtml+xml,*/*;q=0.8", True),
+        ("text/markdown", False),
+        ("", False),
+        ("*/*", False),
+        ("text/markdown, text/html;q=0.5", False),
+        ("text/html;q=0", False),
+    ],
+)
+def test_accept_picks_html_only_when_preferred(accept: str, html: bool) -> None:
+    assert wants_html(accept) is html

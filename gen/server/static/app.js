@@ -53,7 +53,7 @@ function newRunState(id) {
     metrics: null,        // run_finished's metrics
     hasDocument: false, docState: null, // docState: null | 'loading' | 'done'
     sections: new Map(),  // key -> section state, in the order first seen
-    targets: new Map(),   // key -> target_words from the manifest
+    planned: 0,           // run_started's section count
     tps: [],              // {time, tps} per round_finished, for the sparkline
     errors: [],           // run-level messages (error events without a section, failed actions)
     timelineAt: 0, timelineSeq: 0, timelineTimer: null,
@@ -208,7 +208,8 @@ async function loadPipelines() {
   select.replaceChildren(...state.pipelines.map((p) =>
     h('option', { value: p.name, title: p.file || p.name }, p.error ? `${p.name} (invalid)` : p.name)));
   if (!state.pipelines.length) select.append(h('option', { value: '', disabled: true }, 'no pipelines'));
-  const pick = state.pipelines.find((p) => p.name === wanted && !p.error) || state.pipelines.find((p) => !p.error);
+  const ok = state.pipelines.filter((p) => !p.error);
+  const pick = ok.find((p) => p.name === wanted) || ok.find((p) => p.name === 'quickstart') || ok[0];
   if (pick) select.value = pick.name;
   renderInputs();
 }
@@ -222,6 +223,7 @@ function renderInputs() {
   box.replaceChildren();
   showFormError(p && p.error ? p.error : ''); // an invalid pipeline can't be started
   setText($('pipeline-desc'), p && !p.error ? p.description || '' : '');
+  $('pipeline-desc').title = $('pipeline-desc').textContent; // clamped to a few lines
   $('new-run').querySelector('button[type=submit]').disabled = !p || !!p.error;
   if (!p || p.error) return;
   localStorage.setItem('gen_pipeline', p.name);
@@ -352,8 +354,10 @@ function selectViaHash(id) {
 /* ---- 7. selected run ----------------------------------------------------------------- */
 
 function selectRun(id, force = false) {
-  if (!force && (state.run ? state.run.id : null) === id) return;
-  if (state.run) dropRun(state.run);
+  const old = state.run;
+  if (!force && (old ? old.id : null) === id) return;
+  if (old && old.es) old.es.close();
+  if (old) [old.retryTimer, old.timelineTimer, old.renderTimer].forEach(clearTimeout);
   const run = (state.run = id ? newRunState(id) : null);
   $('sections').replaceChildren();
   $('document').replaceChildren();
@@ -371,12 +375,6 @@ function selectRun(id, force = false) {
   if (entry) onRunInfo(run, entry);
   flush(run);
   loadManifest(run);
-}
-
-function dropRun(run) {
-  if (run.es) run.es.close();
-  run.es = null;
-  [run.retryTimer, run.timelineTimer, run.renderTimer].forEach(clearTimeout);
 }
 
 /** Status and details from /v1/runs or the manifest. */
@@ -401,11 +399,6 @@ async function loadManifest(run) {
     return;
   }
   if (state.run !== run) return;
-  for (const s of m.sections || []) {
-    run.targets.set(s.id, s.target_words);
-    const sec = run.sections.get(s.id);
-    if (sec && sec.target == null && s.target_words != null) { sec.target = s.target_words; run.dirty.add(sec); }
-  }
   if (!run.metrics && m.metrics && !LIVE.has(m.status)) run.metrics = m.metrics;
   onRunInfo(run, { ...m, document: !!m.document });
 }
@@ -439,7 +432,8 @@ function renderTotals(run) {
   setText($('total-tps'), fmtTps(m ? m.tokens_per_second : elapsed > 0 && tokens ? tokens / elapsed : null));
   setText($('total-elapsed'), fmtDuration(elapsed));
   const done = secs.filter((s) => s.status === 'completed').length;
-  setText($('total-sections'), secs.length ? `${done} / ${secs.length}` : '–');
+  const total = Math.max(secs.length, run.planned || 0);
+  setText($('total-sections'), total ? `${done} / ${total}` : '–');
 }
 
 async function runAction(kind) { // 'cancel' | 'resume'
@@ -525,7 +519,7 @@ function section(run, key, title) {
   if (!sec) {
     sec = {
       key, title: key, status: 'pending', cached: false, text: '', round: 0, rounds: [], tokens: 0,
-      words: null, target: run.targets.get(key) ?? null, lengthScore: null, degenerate: false,
+      words: null, target: null, lengthScore: null, degenerate: false,
       truncated: false, error: null, lastAt: null,
     };
     sec.el = buildCard(sec);
@@ -543,6 +537,7 @@ function applyEvent(run, ev) {
       Object.assign(run, { finished: false, metrics: null, startedAt: ev.time, status: 'running', esEnds: 0 });
       if (ev.model) run.model = ev.model;
       if (ev.pipeline) run.pipeline = ev.pipeline;
+      if (ev.sections) run.planned = ev.sections.length; // fan-out sections add keys later
       break;
     case 'section_started': {
       // The text is the deltas since the section's last section_started. A cached restart of
@@ -661,7 +656,7 @@ function renderSection(sec) {
     sec.degenerate && h('span', { class: 'flag bad degenerate', title: 'it kept looping; the loops were cut' }, 'degenerate'),
     sec.truncated && h('span', { class: 'flag warn truncated', title: 'ended on the length limit' }, 'truncated'),
     sec.cached && h('span', { class: 'flag info', title: 'reused from an earlier run' }, 'cached'),
-    sec.lengthScore != null && h('span', { class: 'flag info', title: 'length score S_l' }, `S_l ${sec.lengthScore}`),
+    sec.lengthScore != null && h('span', { class: 'flag info', title: 'length score S_l' }, `S_l ${Math.round(sec.lengthScore * 10) / 10}`),
   ].filter(Boolean);
   const sig = flags.map((f) => f.textContent).join('|');
   if (el.flags.dataset.sig !== sig) { el.flags.dataset.sig = sig; el.flags.replaceChildren(...flags); }

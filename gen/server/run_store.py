@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gen.pipeline.run.events import EventLog, RunBusy, is_live, last_seq, read_events
+from gen.pipeline.run.events import EventLog, RunBusy, is_live, last_seq
 from gen.pipeline.run.rundir import RunDir, atomic_write
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -136,8 +136,8 @@ def summary(run: RunDir, manifest: dict[str, Any], status: str, source: str) -> 
         "pipeline": manifest.get("pipeline") or run.path.parent.name,
         "status": status,
         "source": source,
-        "created": manifest.get("created"),
-        "model": manifest.get("model"),
+        "created": manifest.get("created") or _created(run),
+        "model": manifest.get("model") or _first_event(run).get("model"),
         "words": metrics.get("words", 0),
         "sections": len(sections),
         "sections_completed": sum(s.get("status") == "completed" for s in sections),
@@ -146,5 +146,16 @@ def summary(run: RunDir, manifest: dict[str, Any], status: str, source: str) -> 
     }
 
 
-def events_of(run: RunDir) -> list[dict[str, Any]]:
-    return read_events(run.events_path)
+def _first_event(run: RunDir) -> dict[str, Any]:
+    """A run's run_started event (its first line), for a run without a manifest yet."""
+    try:
+        with run.events_path.open("rb") as f:
+            first = json.loads(f.readline())
+    except (OSError, ValueError):
+        return {}
+    return first if isinstance(first, dict) else {}
+
+
+def _created(run: RunDir) -> str:
+    """When a run without a manifest yet (a `gen run` in its first section) was made."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(run.path.stat().st_mtime))

@@ -115,6 +115,7 @@ def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> di
     done = [r for r in records if r.status == "completed"]
     rounds = [rd for r in records for rd in r.rounds]
     completion = sum(rd.completion_tokens for rd in rounds)
+    generated = sum(rd.completion_tokens for r in records if not r.cached for rd in r.rounds)
     utilization = [(rd.prompt_tokens + rd.completion_tokens) / window for rd in rounds if window]
     return {
         "sections": len(records),
@@ -133,5 +134,6 @@ def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> di
         "repeated_sentences_max": round(max((r.repeated_sentences for r in done), default=0.0), 3),
         "repetition_retries": sum(rd.stop_reason == "repetition" for rd in rounds),
         "seconds": round(seconds, 3),
-        "tokens_per_second": round(completion / seconds, 2) if seconds > 0 else 0.0,
+        # the tokens this run generated: a resumed run's reused sections took no time here
+        "tokens_per_second": round(generated / seconds, 2) if seconds > 0 else 0.0,
     }

@@ -19,6 +19,7 @@ EPILOG = """examples:
 
   curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
     -d '{"model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi"}]}'
+  curl http://127.0.0.1:8000/v1/runs -d '{"pipeline": "quickstart", "inputs": {"topic": "Tea"}}'
 """
 
 
@@ -27,8 +28,10 @@ def add_command(sub: Any) -> None:
         "serve",
         help="serve the engine as an OpenAI-compatible API",
         description="Serve one model over the OpenAI API (/v1/chat/completions,\n"
-        "/v1/completions, /v1/models), with /health, /metrics and /openapi.json.\n"
-        "Every request joins the same continuously batched engine.",
+        "/v1/completions, /v1/models), with /health, /metrics and /openapi.json;\n"
+        "run pipelines over HTTP (/v1/runs, with live progress over SSE), and watch\n"
+        "them on the dashboard at /. Every request and run joins the same\n"
+        "continuously batched engine.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -148,6 +148,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gen.models import load_model, resolve
     from gen.server.app import create_app
     from gen.server.run_manager import RunLimits, RunManager
+    from gen.server.security import is_loopback
     from gen.server.state import ServerConfig
 
     spec = args.model or default_model()
@@ -161,6 +162,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_body_bytes=int(args.max_body_mb * 2**20),
         max_queue=args.max_queue,
         fault_marker=os.environ.get("GEN_SERVE_FAULT") or None,
+        loopback_only=is_loopback(args.host),
     )
     runs = RunManager(
         backend,

@@ -212,7 +212,12 @@ class Pipeline(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not value.strip() or value in (".", "..") or re.search(r"[/\\\x00]", value):
+        if (
+            not value.strip()
+            or value in (".", "..")
+            or re.search(r"[/\\\x00-\x1f\x7f]", value)
+            or len(value.encode()) > 200
+        ):
             raise ValueError(f"must be usable as a folder name, got {value!r}")
         return value
 

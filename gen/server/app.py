@@ -30,7 +30,13 @@ from gen.server.openapi import openapi_document
 from gen.server.request import server_state
 from gen.server.run_manager import RunManager
 from gen.server.runs import ROUTES as RUN_ROUTES
-from gen.server.security import BearerAuth, BodyLimit
+from gen.server.security import (
+    SESSION_COOKIE,
+    BearerAuth,
+    BodyLimit,
+    LoopbackHosts,
+    session_token,
+)
 from gen.server.state import ServerConfig, ServerState
 
 STATIC = Path(__file__).parent / "static"
@@ -77,6 +83,18 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return from_exception(exc).response()
 
 
+async def session(request: Request) -> Response:
+    """POST /v1/session (with the key): the cookie that lets the dashboard's EventSource,
+    images and links in; HttpOnly, so no script (of this page or another) can read it."""
+    key = server_state(request).config.api_key
+    response = Response(status_code=204)
+    if key:
+        response.set_cookie(
+            SESSION_COOKIE, session_token(key), httponly=True, samesite="strict", path="/v1"
+        )
+    return response
+
+
 async def dashboard(request: Request) -> Response:
     return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
@@ -101,6 +119,8 @@ def create_app(
     middleware = [Middleware(BodyLimit, limit=config.max_body_bytes)]
     if config.api_key:
         middleware.insert(0, Middleware(BearerAuth, api_key=config.api_key))
+    if config.loopback_only:
+        middleware.insert(0, Middleware(LoopbackHosts))
     if config.cors_origins:  # outermost: a preflight is answered before the key is asked
         middleware.insert(
             0,
@@ -126,6 +146,7 @@ def create_app(
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/v1/session", session, methods=["POST"]),
             *RUN_ROUTES,
             Route("/", dashboard, methods=["GET"]),
             Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),

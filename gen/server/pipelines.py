@@ -38,8 +38,9 @@ def describe(path: Path) -> dict[str, Any]:
         text = decode_source(path.read_bytes(), path.name, ConfigError)
         entry["description"] = _description(text)
         pipeline = load_pipeline_text(text, file=path.name, base_dir=path.parent, name=path.stem)
-    except (ConfigError, OSError) as exc:
-        return entry | {"inputs": {}, "sections": [], "error": str(exc)}
+    except (ConfigError, OSError, RecursionError) as exc:
+        message = str(exc) if not isinstance(exc, RecursionError) else "nested too deeply"
+        return entry | {"inputs": {}, "sections": [], "error": message}
     return entry | {
         "name": pipeline.name,
         "inputs": pipeline.inputs,

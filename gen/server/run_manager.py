@@ -15,7 +15,7 @@ from typing import Any
 from gen.backends.base import Backend
 from gen.errors import ConfigError, GenError
 from gen.pipeline import Pipeline, load_pipeline_text
-from gen.pipeline.run.events import EventLog, last_seq
+from gen.pipeline.run.events import EventLog, RunBusy, is_live
 from gen.pipeline.run.orchestrator import preflight
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.runner import PreparedRun, prepare_run
@@ -57,6 +57,7 @@ class ServerRun:
     prepared: PreparedRun | None = None
     notifier: Notifier = field(default_factory=Notifier)
     stopping: bool = False  # the server is shutting down: not a user's cancel
+    cancelling: bool = False  # a user's cancel is under way: the run is not interrupted
 
     @property
     def run_id(self) -> str:
@@ -115,10 +116,19 @@ class RunManager:
         preflight(RunContext(pipeline, self.backend, EventLog("check"), window, 0))
         return pipeline
 
-    def submit(self, request: RunRequest) -> ServerRun:
+    async def check(self, request: RunRequest) -> Pipeline:
+        """load() off the event loop (templates render, prompts are counted): the API's
+        other requests go on meanwhile. A pipeline nested past Python's limits is refused."""
+        try:
+            return await asyncio.to_thread(self.load, request)
+        except RecursionError:
+            raise ConfigError(f"{request.file}: the pipeline is nested too deeply") from None
+
+    async def submit(self, request: RunRequest) -> ServerRun:
         """Check the request, make its run directory and queue it (429 past the queue)."""
         self._check_queue()
-        pipeline = self.load(request)
+        pipeline = await self.check(request)
+        self._check_queue()  # again: others may have come in while it was checked
         request.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         request.pipeline = pipeline.name
         run_dir = RunDir.create(self.out, pipeline.name)
@@ -162,7 +172,7 @@ class RunManager:
         try:
             async with self._places:
                 run.status = "running"
-                pipeline = self.load(run.request)
+                pipeline = await self.check(run.request)
                 prepared = prepare_run(
                     pipeline,
                     self.backend,
@@ -179,6 +189,8 @@ class RunManager:
         except asyncio.CancelledError:
             if run.prepared is None:  # cancelled in the queue: no orchestrator to say so
                 self._finish_unstarted(run, "failed" if run.stopping else "cancelled")
+        except RunBusy:  # a `gen run --resume` took it meanwhile: its files are not ours
+            log.warning("run %s: another process is writing it; left to that one", run.run_id)
         except GenError as exc:  # its pipeline or templates changed under a resume
             self._finish_unstarted(run, "failed", str(exc))
         except Exception:
@@ -198,8 +210,10 @@ class RunManager:
         elif message:
             manifest["error"] = message
         run.run_dir.write_manifest(manifest)
-        path = run.run_dir.events_path
-        events = EventLog(run.run_id, path, start_seq=last_seq(path))
+        try:
+            events = EventLog(run.run_id, run.run_dir.events_path)
+        except (RunBusy, OSError):
+            return  # another writer has it (or it cannot be written): the manifest says it
         try:
             if message:
                 events.emit("error", message=message)
@@ -210,6 +224,7 @@ class RunManager:
     # -- cancel, resume, stop --------------------------------------------------------------
 
     async def cancel(self, run: ServerRun) -> None:
+        run.cancelling = True
         if run.task is not None:
             run.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -238,8 +253,8 @@ class RunManager:
         for run_dir in reversed(all_runs(self.out)):  # oldest first, as they were queued
             manifest = read_manifest(run_dir)
             interrupted = manifest.get("status") in ACTIVE or manifest.get("interrupted")
-            if not interrupted or RunRequest.read(run_dir) is None:
-                continue
+            if not interrupted or RunRequest.read(run_dir) is None or is_live(run_dir.events_path):
+                continue  # over, not a server's, or another process is on it
             try:
                 self.resume(run_dir)
                 resumed.append(run_dir.run_id)
@@ -249,13 +264,13 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """Stop every run; each is marked interrupted and resumes with the next server."""
-        runs = list(self.runs.values())
+        runs = [r for r in self.runs.values() if not r.cancelling]
         for run in runs:
             run.stopping = True
             if run.prepared is not None:
                 run.prepared.orchestrator.cancel_status = "failed"
                 run.prepared.orchestrator.cancel_note = STOPPED
-        await asyncio.gather(*(self.cancel(r) for r in runs))
+        await asyncio.gather(*(self.cancel(r) for r in self.runs.values()))
         for run in runs:
             manifest = read_manifest(run.run_dir)
             manifest |= {"interrupted": True, "status": "failed", "error": STOPPED}

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gen.pipeline.run.events import EventLog, RunBusy, is_live, last_seq
+from gen.pipeline.run.events import EventLog, RunBusy, is_live, last_seq, open_regular
 from gen.pipeline.run.rundir import RunDir, atomic_write
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -41,9 +41,13 @@ class RunRequest:
             return None
         try:
             data = json.loads(path.read_text("utf-8"))
-            return cls(**data)
-        except (ValueError, TypeError):
+            request = cls(**data)
+        except (OSError, ValueError, TypeError):
             return None
+        texts = (request.pipeline, request.text, request.file, request.created)
+        if not all(isinstance(t, str) for t in texts) or not isinstance(request.inputs, dict):
+            return None
+        return request
 
 
 def request_path(run: RunDir) -> Path:
@@ -61,26 +65,35 @@ def check_run_id(run_id: str) -> bool:
 def find_run(out: Path, run_id: str) -> RunDir | None:
     """The run directory <out>/<pipeline>/<run_id>, if the id is a plain name and one exists
     (never a path outside `out`: ids with '/' or '..' find nothing)."""
-    if not check_run_id(run_id) or not out.is_dir():
+    if not check_run_id(run_id):
         return None
-    for pipeline in sorted(out.iterdir()):
+    for pipeline in _folders(out):
         candidate = pipeline / run_id
-        if candidate.is_dir() and not candidate.is_symlink() and _is_run(candidate):
+        if _is_folder(candidate) and _is_run(candidate):
             return RunDir(candidate)
     return None
 
 
 def all_runs(out: Path) -> list[RunDir]:
-    if not out.is_dir():
-        return []
     runs = [
         RunDir(run)
-        for pipeline in out.iterdir()
-        if pipeline.is_dir() and not pipeline.is_symlink()
-        for run in pipeline.iterdir()
-        if run.is_dir() and not run.is_symlink() and check_run_id(run.name) and _is_run(run)
+        for pipeline in _folders(out)
+        for run in _folders(pipeline)
+        if check_run_id(run.name) and _is_run(run)
     ]
     return sorted(runs, key=lambda r: r.run_id, reverse=True)  # ids start with the time
+
+
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _folders(path: Path) -> list[Path]:
+    """The real folders in `path` (no symlinks); none where it cannot be read."""
+    try:
+        return sorted(p for p in path.iterdir() if _is_folder(p))
+    except OSError:
+        return []
 
 
 def _is_run(path: Path) -> bool:
@@ -88,10 +101,17 @@ def _is_run(path: Path) -> bool:
 
 
 def read_manifest(run: RunDir) -> dict[str, Any]:
+    """The manifest, or {} where there is none yet or the file is not one."""
     try:
-        return run.read_manifest() or {}
-    except ValueError:
-        return {}  # being replaced right now is atomic; anything else is not a manifest
+        data = run.read_manifest()
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def regular_file(path: Path) -> bool:
+    """A file the API may read and serve: a regular one, not a link to elsewhere."""
+    return path.is_file() and not path.is_symlink()
 
 
 def disk_status(run: RunDir, manifest: dict[str, Any]) -> str:
@@ -105,9 +125,12 @@ def settle_dead_run(run: RunDir, manifest: dict[str, Any]) -> bool:
     """A run that says it is running but whose writer is gone (killed, or a server that
     stopped): record it as failed, in the manifest and with a last event, so that watchers
     end and `--resume` can pick it up. False when it is live, fresh or already over."""
-    if manifest.get("status") not in ACTIVE or is_live(run.events_path):
+    status = manifest.get("status", "running")  # none yet: a gen run in its first section
+    if status not in ACTIVE or is_live(run.events_path):
         return False
     events = run.events_path
+    if events.exists() and not regular_file(events):
+        return False  # not an event log: nothing gen wrote, nothing to settle
     if events.is_file() and time.time() - events.stat().st_mtime < SETTLE_AFTER_SECONDS:
         return False
     try:
@@ -129,8 +152,10 @@ def settle_dead_run(run: RunDir, manifest: dict[str, Any]) -> bool:
 
 def summary(run: RunDir, manifest: dict[str, Any], status: str, source: str) -> dict[str, Any]:
     """A run as GET /v1/runs lists it."""
-    metrics = manifest.get("metrics") or {}
-    sections = manifest.get("sections") or []
+    metrics = manifest.get("metrics")
+    metrics = metrics if isinstance(metrics, dict) else {}
+    sections = manifest.get("sections")
+    sections = [s for s in sections if isinstance(s, dict)] if isinstance(sections, list) else []
     return {
         "run_id": run.run_id,
         "pipeline": manifest.get("pipeline") or run.path.parent.name,
@@ -142,14 +167,17 @@ def summary(run: RunDir, manifest: dict[str, Any], status: str, source: str) -> 
         "sections": len(sections),
         "sections_completed": sum(s.get("status") == "completed" for s in sections),
         "length_score": manifest.get("length_score"),
-        "document": bool(manifest.get("document")) and run.document_path.is_file(),
+        "document": bool(manifest.get("document")) and regular_file(run.document_path),
     }
 
 
 def _first_event(run: RunDir) -> dict[str, Any]:
     """A run's run_started event (its first line), for a run without a manifest yet."""
+    f = open_regular(run.events_path)
+    if f is None:
+        return {}
     try:
-        with run.events_path.open("rb") as f:
+        with f:
             first = json.loads(f.readline())
     except (OSError, ValueError):
         return {}

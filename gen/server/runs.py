@@ -5,9 +5,11 @@ watch its events over SSE, fetch its document and timeline, cancel and resume it
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
@@ -16,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gen.errors import ConfigError
-from gen.pipeline.run.events import EventReader, is_live
+from gen.pipeline.run.events import EventReader, is_live, process_start
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.timeline import timeline_svg
 from gen.server.documents import markdown_html, wants_html
@@ -31,6 +33,7 @@ from gen.server.run_store import (
     disk_status,
     find_run,
     read_manifest,
+    regular_file,
     settle_dead_run,
     summary,
 )
@@ -81,13 +84,30 @@ async def list_pipelines(request: Request) -> Response:
     return JSONResponse({"object": "list", "data": [describe(p) for p in pipeline_files(folder)]})
 
 
+def require_json(request: Request) -> None:
+    """A POST of the runs API must say it is JSON: a form or text/plain POST is what another
+    site can make a browser send without asking (CORS lets no such request through)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise APIError(
+            415,
+            f"send the request with Content-Type: application/json (got {kind or 'none'})",
+            code="unsupported_media_type",
+        )
+
+
 async def create_run(request: Request) -> Response:
     runs = manager(request)
+    require_json(request)
     body = await parse_body(request, CreateRun)
     try:
-        run = runs.submit(run_request(runs.pipelines, body.pipeline, body.inputs))
+        asked = run_request(runs.pipelines, body.pipeline, body.inputs)
+        run = await runs.submit(asked)
     except ConfigError as exc:
-        raise APIError(422, str(exc), param="pipeline", code="invalid_pipeline") from None
+        message, param = str(exc), "pipeline"
+        if "--set " in message:  # an input, which over HTTP is not a --set but inputs.KEY
+            message, param = message.replace("--set ", "inputs.", 1), "inputs"
+        raise APIError(422, message, param=param, code="invalid_pipeline") from None
     payload = {"run_id": run.run_id, "pipeline": run.request.pipeline, "status": run.status}
     return JSONResponse(payload, status_code=201, headers={"Location": f"/v1/runs/{run.run_id}"})
 
@@ -155,16 +175,23 @@ async def run_document(request: Request) -> Response:
             "it is written when every section has completed",
             code="document_not_ready",
         )
-    text = run.document_path.read_text("utf-8")
+    if not regular_file(run.document_path):
+        raise APIError(409, f"run {run.run_id}: document.md is not a file", code="run_broken")
+    text = run.document_path.read_text("utf-8", errors="replace")
     name = f"{manifest.get('pipeline', 'document')}-{run.run_id}"
     if wants_html(request.headers.get("accept", "")):
         return Response(markdown_html(text, name), media_type="text/html; charset=utf-8")
-    disposition = f'inline; filename="{name}.md"'
     return Response(
         text,
         media_type="text/markdown; charset=utf-8",
-        headers={"Content-Disposition": disposition},
+        headers={"Content-Disposition": content_disposition(f"{name}.md")},
     )
+
+
+def content_disposition(filename: str) -> str:
+    """RFC 6266: a plain ASCII name for old clients, the UTF-8 name for the rest."""
+    plain = re.sub(r"[^A-Za-z0-9._-]", "_", filename)
+    return f"inline; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 async def run_timeline(request: Request) -> Response:
@@ -175,6 +202,7 @@ async def run_timeline(request: Request) -> Response:
 
 async def cancel_run(request: Request) -> Response:
     runs = manager(request)
+    require_json(request)
     run = _run(request)
     own = runs.runs.get(run.run_id)
     if own is not None:
@@ -190,9 +218,20 @@ async def cancel_run(request: Request) -> Response:
 def _stop_other_process(run: RunDir) -> None:
     """A live run another process writes (a `gen run` here): SIGTERM, which gen run takes
     as a cancel (finished sections kept). Only a gen run on this host can be reached."""
-    started = [e for e in EventReader(run.events_path).new() if e["type"] == "run_started"]
-    pid, host = (started[-1].get("pid"), started[-1].get("host")) if started else (None, None)
-    if not isinstance(pid, int) or host != socket.gethostname():
+    started = [e for e in EventReader(run.events_path).new() if e.get("type") == "run_started"]
+    last = started[-1] if started else {}
+    pid = last.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        pid = 0
+    same = (
+        pid > 1
+        and pid != os.getpid()
+        and last.get("host") == socket.gethostname()
+        and RunRequest.read(run) is None  # a server's run: stop that server, not this way
+        and last.get("pid_start") is not None
+        and last.get("pid_start") == process_start(pid)  # the very process, not a reused pid
+    )
+    if not same:
         raise APIError(
             409, f"run {run.run_id} is written by a process this server cannot stop",
             code="run_not_cancellable",
@@ -210,6 +249,7 @@ def _stop_other_process(run: RunDir) -> None:
 
 async def resume_run(request: Request) -> Response:
     runs = manager(request)
+    require_json(request)
     run = _run(request)
     if run.run_id in runs.runs or is_live(run.events_path):
         raise APIError(409, f"run {run.run_id} is still going", code="run_active")

@@ -3,10 +3,10 @@ on the size of a request body (413 past it). Loopback binding is the CLI's check
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import ipaddress
 import secrets
-from http.cookies import CookieError, SimpleCookie
-from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -22,19 +22,36 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-COOKIE = "gen_api_key"
+SESSION_COOKIE = "gen_session"
+
+
+def session_token(api_key: str) -> str:
+    """What the dashboard's session cookie holds: derived from the key, never the key."""
+    return hmac.new(api_key.encode(), b"gen dashboard session", hashlib.sha256).hexdigest()
+
+
+def cookies(header: bytes) -> dict[str, str]:
+    """A Cookie header's pairs, read leniently: another site's odd cookie on the same host
+    (ports share cookies) must not hide ours, as it would from http.cookies."""
+    jar: dict[str, str] = {}
+    for part in header.decode("latin-1").split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep and name not in jar:
+            jar[name] = value.strip().strip('"')
+    return jar
 
 
 class BearerAuth:
     """Every /v1/* request needs `Authorization: Bearer <key>` (401 otherwise). A GET may
-    carry the key as the cookie `gen_api_key` instead: a browser's EventSource, <img> and
-    download links cannot send a header. (A cookie never authorises a POST, so no other
-    site can start or cancel a run through a visitor's browser.)"""
+    carry the session cookie instead, which POST /v1/session sets (HttpOnly, SameSite
+    Strict, a token derived from the key): a browser's EventSource, <img> and download
+    links cannot send a header. A cookie never authorises a POST, so no other site can
+    start or cancel a run through a visitor's browser."""
 
     def __init__(self, app: ASGIApp, api_key: str) -> None:
         self.app = app
-        self.key = api_key.encode()
-        self.expected = b"Bearer " + self.key
+        self.expected = f"Bearer {api_key}".encode()
+        self.session = session_token(api_key).encode()
 
     def _allowed(self, scope: Scope) -> bool:
         headers = dict(scope["headers"])
@@ -42,13 +59,8 @@ class BearerAuth:
             return True
         if scope["method"] not in ("GET", "HEAD") or b"cookie" not in headers:
             return False
-        jar = SimpleCookie()
-        try:
-            jar.load(headers[b"cookie"].decode("latin-1"))
-        except CookieError:
-            return False
-        given = jar.get(COOKIE)
-        return given is not None and secrets.compare_digest(unquote(given.value).encode(), self.key)
+        given = cookies(headers[b"cookie"]).get(SESSION_COOKIE, "")
+        return secrets.compare_digest(given.encode("latin-1"), self.session)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         v1 = scope["type"] == "http" and scope["path"].startswith("/v1/")
@@ -97,3 +109,21 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
+
+
+class LoopbackHosts:
+    """On a loopback address, only requests that name a loopback host: a page on another
+    site whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends its own name."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if not is_loopback(name.strip("[]")) and not name.endswith(".localhost"):
+                error = APIError(400, f"the Host header {host!r} is not this server's name")
+                await error.response()(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

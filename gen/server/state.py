@@ -22,6 +22,7 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_queue: int = 256  # requests admitted and unanswered; past it a 429
     fault_marker: str | None = None  # test hook: see generation.FaultyStream
+    loopback_only: bool = False  # bound to loopback: refuse requests for other host names
 
 
 class ServerState:

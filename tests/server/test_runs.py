@@ -249,7 +249,7 @@ def test_cancel_keeps_finished_sections_and_leaves_the_engine_idle(
     folder = run_dir(out, run_id)
     wait_until(lambda: (folder / "sections" / "first.md").is_file(), "the first section is done")
     first = (folder / "sections" / "first.md").read_bytes()
-    r = httpx.post(f"{server.v1}/runs/{run_id}/cancel")
+    r = httpx.post(f"{server.v1}/runs/{run_id}/cancel", json={})
     assert r.status_code == 200 and r.json()["status"] == "cancelled", r.text
     manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
     assert manifest["status"] == "cancelled"
@@ -261,7 +261,7 @@ def test_cancel_keeps_finished_sections_and_leaves_the_engine_idle(
     wait_until(lambda: server.metrics()["gen_requests_running"] == 0, "the engine is idle")
     assert server.metrics()["gen_runs_running"] == server.metrics()["gen_runs_queued"] == 0
     assert server.metrics()["gen_kv_cache_used_bytes"] == 0
-    again = httpx.post(f"{server.v1}/runs/{run_id}/cancel")
+    again = httpx.post(f"{server.v1}/runs/{run_id}/cancel", json={})
     assert again.status_code == 409 and again.json()["error"]["code"] == "run_over"
 
 
@@ -275,7 +275,9 @@ def test_past_the_run_queue_a_429(server: Server) -> None:
     }
     assert sorted(statuses[r] for r in runs) == ["queued", "running", "running"]
     for run_id in reversed(runs):  # the queued one first: it must not take a freed place
-        assert httpx.post(f"{server.v1}/runs/{run_id}/cancel", timeout=60).status_code == 200
+        assert (
+            httpx.post(f"{server.v1}/runs/{run_id}/cancel", json={}, timeout=60).status_code == 200
+        )
     statuses = {
         run["run_id"]: run["status"] for run in httpx.get(f"{server.v1}/runs").json()["data"]
     }
@@ -311,10 +313,18 @@ def test_a_killed_server_resumes_the_run_and_a_watcher_loses_nothing(tmp_path: P
         run_id = start(first, MEDIUM_SECOND, key=KEY)
         folder = run_dir(tmp_path, run_id)
         early = watch(first, run_id, key=KEY, stop_after=1)
-        # a cookie lets a browser's EventSource in (GET only), a wrong one does not
-        cookie = httpx.get(f"{first.v1}/runs/{run_id}", cookies={"gen_api_key": KEY})
-        assert cookie.status_code == 200
-        assert httpx.get(f"{first.v1}/runs", cookies={"gen_api_key": "no"}).status_code == 401
+        # the session cookie (set with the key) lets a browser's EventSource in, GET only
+        session = httpx.post(f"{first.v1}/session", headers={"Authorization": f"Bearer {KEY}"})
+        assert session.status_code == 204 and "HttpOnly" in session.headers["set-cookie"]
+        assert KEY not in session.headers["set-cookie"]
+        jar = dict(session.cookies)
+        assert httpx.get(f"{first.v1}/runs/{run_id}", cookies=jar).status_code == 200
+        bad = {"gen_session": "0" * 64}
+        assert httpx.get(f"{first.v1}/runs", cookies=bad).status_code == 401
+        assert (
+            httpx.post(f"{first.v1}/runs/{run_id}/cancel", json={}, cookies=jar).status_code == 401
+        )
+        assert httpx.post(f"{first.v1}/session").status_code == 401
         wait_until(lambda: (folder / "sections" / "first.md").is_file(), "a section is done")
         wait_until(
             lambda: '"section": "second", "round": 1' in (folder / "events.jsonl").read_text(),

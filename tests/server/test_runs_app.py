@@ -77,7 +77,7 @@ def test_a_run_whose_writer_died_is_settled_as_failed(tmp_path: Path) -> None:
     async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
         listed = (await client.get("/v1/runs")).json()["data"]
         stream = await client.get(f"/v1/runs/{folder.name}/events", params={"last_event_id": 1})
-        resume = await client.post(f"/v1/runs/{folder.name}/resume")
+        resume = await client.post(f"/v1/runs/{folder.name}/resume", json={})
         return listed, stream, resume
 
     listed, stream, resume = serve(tmp_path, call)
@@ -108,7 +108,8 @@ def test_a_run_over_http_in_process_and_what_is_refused(tmp_path: Path) -> None:
         got["html"] = await client.get(
             f"/v1/runs/{run_id}/document", headers={"Accept": "text/html,*/*;q=0.8"}
         )
-        got["resume"] = await client.post(f"/v1/runs/{run_id}/resume")
+        got["resume"] = await client.post(f"/v1/runs/{run_id}/resume", json={})
+        got["form"] = await client.post(f"/v1/runs/{run_id}/cancel", data={"a": "b"})
         got["escape"] = await client.get("/v1/runs/..%2F..%2Fetc/events")
         got["pipelines"] = (await client.get("/v1/pipelines")).json()["data"]
         got["extra"] = await client.post("/v1/runs", json={"pipeline": "tiny", "model": "x"})
@@ -123,6 +124,7 @@ def test_a_run_over_http_in_process_and_what_is_refused(tmp_path: Path) -> None:
     assert "<h2>A</h2>" in got["html"].text
     assert got["resume"].status_code == 409 and got["resume"].json()["error"]["code"] == "run_over"
     assert got["escape"].status_code == 404
+    assert got["form"].status_code == 415  # what another site's form could send
     tiny, broken = sorted(got["pipelines"], key=lambda p: p["name"] != "tiny")
     assert tiny == {
         "name": "tiny",
@@ -136,15 +138,20 @@ def test_a_run_over_http_in_process_and_what_is_refused(tmp_path: Path) -> None:
     assert got["extra"].status_code == 400  # an unknown field of the body
 
 
-def test_the_cookie_opens_a_get_but_never_a_post(tmp_path: Path) -> None:
+def test_the_session_cookie_opens_a_get_but_never_a_post(tmp_path: Path) -> None:
     async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
-        client.cookies.set("gen_api_key", "k%C3%A9y")  # quoted as a page's JS would
-        get = await client.get("/v1/runs")
-        post = await client.post("/v1/runs", json={"pipeline": "tiny"})
+        made = await client.post("/v1/session", headers={"Authorization": "Bearer kéy".encode()})
+        token = made.cookies["gen_session"]
+        # another site's cookie on the same host, which http.cookies would choke on
+        client.cookies.clear()
+        header = {"Cookie": f'jupyter=a b; x={{"a": 1}}; gen_session={token}'}
+        get = await client.get("/v1/runs", headers=header)
+        post = await client.post("/v1/runs", json={"pipeline": "tiny"}, headers=header)
         page = await client.get("/")
-        return get, post, page
+        return made, get, post, page
 
-    get, post, page = serve(tmp_path, call, api_key="kéy")
+    made, get, post, page = serve(tmp_path, call, api_key="kéy")
+    assert made.status_code == 204 and "httponly" in made.headers["set-cookie"].lower()
     assert get.status_code == 200
     assert post.status_code == 401 and post.json()["error"]["code"] == "invalid_api_key"
     assert page.status_code == 200 and "/static/app.js" in page.text  # the page needs no key
@@ -164,3 +171,50 @@ def test_the_cookie_opens_a_get_but_never_a_post(tmp_path: Path) -> None:
 )
 def test_accept_picks_html_only_when_preferred(accept: str, html: bool) -> None:
     assert wants_html(accept) is html
+
+
+def test_junk_in_the_outputs_folder_breaks_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    fifo = out / "tiny" / "20261202-000001-aaaaaa"
+    fifo.mkdir(parents=True)
+    os.mkfifo(fifo / "events.jsonl")  # reading it would block the server
+    (fifo / "manifest.json").write_text("[1]", encoding="utf-8")  # JSON, not a manifest
+    odd = out / "tiny" / "20261202-000002-bbbbbb"
+    odd.mkdir()
+    (odd / "manifest.json").write_text('{"status": "completed", "sections": "xy", "metrics": [1]}')
+    (out / "tiny" / "not a run").mkdir()
+    (out / "stray.txt").write_text("x")
+
+    async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
+        listed = await client.get("/v1/runs")
+        one = await client.get(f"/v1/runs/{fifo.name}")
+        svg = await client.get(f"/v1/runs/{fifo.name}/timeline.svg")
+        return listed, one, svg
+
+    listed, one, svg = serve(tmp_path, call)
+    assert listed.status_code == 200
+    assert [r["run_id"] for r in listed.json()["data"]] == [odd.name, fifo.name]
+    assert one.status_code == 200 and svg.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("host", "ok"),
+    [
+        ("127.0.0.1:8000", True),
+        ("localhost:8000", True),
+        ("[::1]:8000", True),
+        ("app.localhost", True),
+        ("evil.example:8000", False),
+        ("", False),
+    ],
+)
+def test_on_loopback_only_loopback_host_names(host: str, ok: bool) -> None:
+    app = create_app(FakeServed(), ServerConfig(loopback_only=True))
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            return await client.get("/health", headers={"Host": host})
+
+    r = asyncio.run(go())
+    assert (r.status_code == 200) is ok, r.text

@@ -10,6 +10,7 @@ import fcntl
 import io
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +33,10 @@ class EventLog:
         self.seq = start_seq
         self.subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
-        self._file: IO[str] | None = _open_locked(path) if path else None
+        self._file: IO[str] | None = None
+        if path is not None:
+            self._file, last = _open_locked(path)
+            self.seq = max(start_seq, last)  # read under the lock: no other writer in between
 
     def subscribe(self, fn: Subscriber) -> None:
         self.subscribers.append(fn)
@@ -60,33 +64,63 @@ class EventLog:
             self._file = None
 
 
-def _open_locked(path: Path) -> IO[str]:
+LOCK_PATIENCE_SECONDS = 2.0  # a reader's probe (is_live) holds the lock for an instant
+
+
+def _open_locked(path: Path) -> tuple[IO[str], int]:
     """events.jsonl opened for appending, locked, and without a torn last line (a writer
-    killed mid-line): its next event must start a line of its own."""
+    killed mid-line): its next event must start a line of its own. Also the last seq in it."""
     f = path.open("a+b")
+    deadline = time.monotonic() + LOCK_PATIENCE_SECONDS
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            f.close()
+            raise RunBusy(
+                f"another process is writing this run ({path.parent}); wait for it to end, "
+                "or stop it first"
+            ) from None
+    f.seek(0)
+    data = f.read()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        f.truncate(end)
+    last = max((e["seq"] for e in _parse(data[:end])), default=0)
+    return io.TextIOWrapper(f, encoding="utf-8", newline=""), last
+
+
+def _parse(data: bytes) -> Iterator[Event]:
+    for line in data.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a torn line a killed writer left: never an event
+        if isinstance(event, dict) and isinstance(event.get("seq"), int):
+            yield event
+
+
+def open_regular(path: Path) -> IO[bytes] | None:
+    """`path` opened for reading if it is a regular file (never a FIFO, which would block,
+    or a folder); None otherwise."""
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.close()
-        raise RunBusy(
-            f"another process is writing this run ({path.parent}); wait for it to end, "
-            "or stop it first"
-        ) from None
-    size = f.seek(0, os.SEEK_END)
-    if size:
-        f.seek(0)
-        data = f.read()
-        end = data.rfind(b"\n") + 1
-        if end < size:
-            f.truncate(end)
-    return io.TextIOWrapper(f, encoding="utf-8", newline="")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
 
 
 def is_live(path: Path) -> bool:
     """Whether a process (this one included) is writing the run of this events.jsonl."""
-    try:
-        f = path.open("rb")
-    except OSError:
+    f = open_regular(path)
+    if f is None:
         return False
     with f:
         try:
@@ -106,21 +140,15 @@ class EventReader:
         self.offset = 0
 
     def new(self) -> Iterator[Event]:
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
+        f = open_regular(self.path)
+        if f is None:
             return
+        with f:
+            f.seek(self.offset)
+            data = f.read()
         end = data.rfind(b"\n") + 1
         self.offset += end
-        for line in data[:end].splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # a torn line a killed writer left: never an event
-            if isinstance(event, dict) and isinstance(event.get("seq"), int):
-                yield event
+        yield from _parse(data[:end])
 
 
 def read_events(path: Path) -> list[Event]:
@@ -131,3 +159,13 @@ def read_events(path: Path) -> list[Event]:
 def last_seq(path: Path) -> int:
     """The highest seq in an events.jsonl (0 if none); a torn last line is ignored."""
     return max((e["seq"] for e in read_events(path)), default=0)
+
+
+def process_start(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, from /proc), None where unknown:
+    with its pid it names one process, never a later one that reuses the number."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat_line.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None

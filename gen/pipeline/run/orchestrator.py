@@ -18,7 +18,7 @@ from gen.errors import ContextOverflowError, GenError
 from gen.pipeline.listparse import parse_list
 from gen.pipeline.render import document_title, render_document, render_lengths, render_title
 from gen.pipeline.run.budget import Fitted
-from gen.pipeline.run.events import EventLog
+from gen.pipeline.run.events import EventLog, process_start
 from gen.pipeline.run.records import SectionRecord, run_metrics
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.section import RunContext, SectionRun
@@ -95,7 +95,9 @@ class Orchestrator:
             resumed=bool(self.previous),
             pid=os.getpid(),  # who writes the run: `gen serve` can stop a `gen run` it shows
             host=socket.gethostname(),
+            pid_start=process_start(os.getpid()),
         )
+        self._save()  # the run is on disk as running from its first moment
         loop = asyncio.get_running_loop()
         self._done = {s.id: loop.create_future() for s in self.pipeline.sections}
         tasks = [asyncio.create_task(self._section(s)) for s in self.pipeline.sections]

@@ -135,7 +135,8 @@ class ApiError extends Error {
 async function api(path, { method = 'GET', body, accept = 'application/json' } = {}) {
   const headers = { Accept: accept };
   if (state.apiKey) headers.Authorization = `Bearer ${state.apiKey}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  // every POST says JSON: the server refuses others (what another site could send unasked)
+  if (body !== undefined || method !== 'GET') headers['Content-Type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (!res.ok) {
     let payload = null;
@@ -146,9 +147,15 @@ async function api(path, { method = 'GET', body, accept = 'application/json' } =
   return accept === 'application/json' ? res.json() : res.text();
 }
 
-function setKeyCookie(key) {
-  // EventSource, <img> and download links can't send a header: they authenticate by cookie.
-  document.cookie = 'gen_api_key=' + encodeURIComponent(key) + '; path=/; SameSite=Strict';
+/** EventSource, <img> and download links can't send a header: they authenticate with the
+ * session cookie that POST /v1/session sets (HttpOnly: no script can read it). */
+async function setKeyCookie(key) {
+  try {
+    await fetch('/v1/session', {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    });
+  } catch { /* the next request says what is wrong */ }
 }
 
 function askForKey(manual = false) {
@@ -161,13 +168,13 @@ function askForKey(manual = false) {
   $('api-key').focus();
 }
 
-function saveKey(ev) {
+async function saveKey(ev) {
   ev.preventDefault();
   const key = $('api-key').value.trim();
   if (!key) return;
   state.apiKey = key;
   localStorage.setItem(KEY_STORAGE, key);
-  setKeyCookie(key);
+  await setKeyCookie(key);
   $('auth').hidden = true;
   $('change-key').hidden = false;
   loadModel(); // and everything else that may have failed with a 401, again
@@ -793,8 +800,8 @@ function sanitize(root) {
 
 /* ---- 12. boot ------------------------------------------------------------------------ */
 
-function boot() {
-  if (state.apiKey) { setKeyCookie(state.apiKey); $('change-key').hidden = false; }
+async function boot() {
+  if (state.apiKey) { await setKeyCookie(state.apiKey); $('change-key').hidden = false; }
   $('auth-form').addEventListener('submit', saveKey);
   $('change-key').addEventListener('click', () => askForKey(true));
   $('auth').addEventListener('keydown', (e) => { if (e.key === 'Escape') $('auth').hidden = true; });

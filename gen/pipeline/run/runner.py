@@ -42,21 +42,28 @@ def prepare_run(
     resume: bool = False,
     run_id: str | None = None,
     subscribers: tuple[Subscriber, ...] = (),
+    path: Path | None = None,
 ) -> PreparedRun:
-    """Check the budget, then create (or, with resume, reopen) the run directory."""
+    """Check the budget, then create (or, with resume, reopen) the run directory: the
+    latest run of the pipeline, the run `run_id`, or the folder `path` (a batch record's)."""
     window = context_window(pipeline, backend)
     ctx_events = EventLog("pending")
     ctx = RunContext(pipeline, backend, ctx_events, window, pipeline.context.reserve)
     preflight(ctx)
+    run_dir: RunDir | None = None
+    if path is not None:
+        run_dir = RunDir(path)
+        run_dir.sections_dir.mkdir(parents=True, exist_ok=True)
+    elif resume:
+        run_dir = (
+            RunDir(out / pipeline.name / run_id) if run_id else RunDir.latest(out, pipeline.name)
+        )
     previous = None
-    run_dir = RunDir.latest(out, pipeline.name) if resume and run_id is None else None
-    if resume and run_id is not None:
-        run_dir = RunDir(out / pipeline.name / run_id)
-    if run_dir is not None:
+    if run_dir is None:
+        run_dir = RunDir.create(out, pipeline.name, run_id)
+    elif resume:
         run_dir.remove_temp_files()
         previous = run_dir.read_manifest()
-    else:
-        run_dir = RunDir.create(out, pipeline.name, run_id)
     events = EventLog(run_dir.run_id, run_dir.events_path, start_seq=last_seq(run_dir.events_path))
     for fn in subscribers:
         events.subscribe(fn)

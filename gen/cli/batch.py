@@ -1,0 +1,251 @@
+"""`gen batch`: a pipeline over every record of a CSV, JSONL or YAML file, with progress on
+stderr (a live display on a terminal, plain lines otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from gen.cli.cancel import Canceller, Stopped
+from gen.cli.common import add_dtype
+from gen.cli.pipeline import parse_overrides
+from gen.errors import ConfigError
+
+if TYPE_CHECKING:
+    from gen.pipeline.run.batch import Batch, RecordResult
+    from gen.pipeline.run.events import Event
+
+EPILOG = """examples:
+  gen batch pipelines/quickstart.yaml --inputs topics.csv
+  gen batch pipelines/tech-report.yaml --inputs products.jsonl --key sku --concurrency 8
+  gen batch pipelines/quickstart.yaml --inputs topics.csv --dry-run   # check every record
+
+Each record's fields set the pipeline's inputs. Documents go to
+OUT/<pipeline>/<batch-id>/<record-key>/ (batch id: the records file's name), with
+batch.json and batch.csv beside them. Running the same command again finishes the
+records that are left; finished ones are not generated again.
+"""
+
+
+def add_command(sub: Any) -> None:
+    b = sub.add_parser(
+        "batch",
+        help="generate one document per record of a CSV, JSONL or YAML file",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument("pipeline", help="pipeline YAML file")
+    b.add_argument(
+        "-i", "--inputs", required=True, metavar="FILE", help="records: .csv, .jsonl or .yaml"
+    )
+    b.add_argument(
+        "--key",
+        default=None,
+        metavar="FIELD",
+        help="the field that names each record's folder (default: the record's number)",
+    )
+    b.add_argument(
+        "-c",
+        "--concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="documents in flight at once (default 4); their sections share the engine",
+    )
+    b.add_argument("-o", "--out", default="outputs", help="output folder (default outputs/)")
+    b.add_argument(
+        "--batch-id",
+        default=None,
+        metavar="ID",
+        help="the batch's folder name (default: the records file's name, so that the same "
+        "command resumes the same batch)",
+    )
+    b.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set an input or setting for every record (a record's own field wins)",
+    )
+    b.add_argument("-m", "--model", default=None, help="model spec (default: the pipeline's)")
+    b.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check every record against the pipeline, load no model, generate nothing",
+    )
+    add_dtype(b)
+    b.set_defaults(handler=cmd_batch)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from gen.pipeline import load_pipeline
+    from gen.pipeline.model_check import check_model
+    from gen.pipeline.records import read_records
+    from gen.pipeline.run.batch import Batch
+    from gen.pipeline.run.rundir import check_out_dir
+    from gen.pipeline.words import slugify
+
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
+    overrides = parse_overrides(args.overrides)
+    pipeline = load_pipeline(args.pipeline, overrides)
+    records_path = Path(args.inputs)
+    records = read_records(records_path, args.key)
+    check_out_dir(Path(args.out))
+    check_model(pipeline, args.model)
+    batch_id = args.batch_id or slugify(records_path.stem) or "batch"
+    if slugify(batch_id) != batch_id.lower() or batch_id.startswith("."):
+        raise ConfigError(f"--batch-id {batch_id!r}: use letters, digits and '-'")
+    folder = Path(args.out) / pipeline.name / batch_id
+    model = args.model or pipeline.model
+    progress = BatchProgress(sys.stderr, len(records))
+    batch = Batch(
+        Path(args.pipeline),
+        records,
+        str(records_path),
+        folder=folder,
+        model=model,
+        concurrency=args.concurrency,
+        overrides=overrides,
+        key_field=args.key,
+        on_event=progress.event,
+        on_record=progress.record,
+    )
+    problems = batch.check()
+    if args.dry_run:
+        return _dry_run(records_path, len(records), problems)
+
+    from gen.backends import open_backend
+
+    if batch.remaining():  # else every record is done (or fails without one): no model
+        print(f"loading {model} ...", file=sys.stderr, flush=True)
+        batch.backend = open_backend(
+            model, pipeline.base_url, pipeline.api_key_env, dtype=args.dtype
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    canceller = Canceller()
+    try:
+        results = asyncio.run(_execute(batch, canceller))
+    except KeyboardInterrupt:
+        return _stopped("interrupted", args, 128 + signal.SIGINT)
+    except Stopped as stop:
+        return _stopped(stop.how, args, stop.code)
+    progress.close()
+    failed = [r for r in results if r.status != "completed"]
+    done = len(results) - len(failed)
+    print(f"{done} of {len(results)} records completed; {len(failed)} failed", file=sys.stderr)
+    for r in failed:
+        print(f"  ✗ {r.key}: {(r.error or r.status).splitlines()[0]}", file=sys.stderr)
+    print(folder / "batch.json")
+    return 1 if failed else 0
+
+
+async def _execute(batch: Batch, canceller: Canceller) -> list[RecordResult]:
+    async def work() -> dict[str, Any]:
+        return {"results": await batch.run()}
+
+    try:
+        outcome = await canceller.run(work())
+        results: list[RecordResult] = outcome["results"]
+        return results
+    finally:
+        if batch.backend is not None:
+            await batch.backend.aclose()
+
+
+def _dry_run(path: Path, total: int, problems: dict[str, str]) -> int:
+    for message in problems.values():
+        print(message, file=sys.stderr)
+    ok = total - len(problems)
+    print(f"{path}: {ok} of {total} records ok" + (f", {len(problems)} bad" if problems else ""))
+    return 2 if problems else 0
+
+
+def _stopped(how: str, args: argparse.Namespace, code: int) -> int:
+    print(
+        f"{how}: finished records and sections are kept; run the same command again "
+        f"(gen batch {args.pipeline} --inputs {args.inputs}) to finish the rest",
+        file=sys.stderr,
+    )
+    return code
+
+
+class BatchProgress:
+    """Records done, running and failed, tokens/s and an ETA: a live line on a terminal,
+    one line per finished record otherwise."""
+
+    def __init__(self, out: IO[str], total: int) -> None:
+        self.out = out
+        self.total = total
+        self.done = self.failed = self.reused = self.tokens = 0
+        self.running: set[str] = set()
+        self.started = time.monotonic()
+        self.live = None
+        if out.isatty():
+            from rich.console import Console
+            from rich.live import Live
+
+            self.live = Live(console=Console(file=out), refresh_per_second=4, transient=True)
+            self.live.start()
+
+    def event(self, result: RecordResult, ev: Event) -> None:
+        if ev["type"] == "run_started":
+            self.running.add(result.key)
+        elif ev["type"] == "round_finished":
+            self.tokens += int(ev.get("completion_tokens", 0))
+        self._refresh()
+
+    def record(self, result: RecordResult) -> None:
+        self.running.discard(result.key)
+        self.done += 1
+        self.failed += result.status != "completed"
+        self.reused += result.reused
+        if result.status == "completed":
+            how = "kept from an earlier run" if result.reused else f"{result.words} words"
+            score = f", S_l {result.length_score}" if result.length_score is not None else ""
+            line = f"  ✓ {result.key}: {how}{score if not result.reused else ''}"
+        else:
+            line = f"  ✗ {result.key}: {(result.error or result.status).splitlines()[0]}"
+        self._print(f"[{self.done}/{self.total}] {line.strip()} {self._rates()}")
+        self._refresh()
+
+    def _rates(self) -> str:
+        seconds = max(1e-6, time.monotonic() - self.started)
+        made = self.done - self.reused
+        left = self.total - self.done
+        eta = ""
+        if made and left:
+            eta = f", ETA {_duration(seconds / made * left)}"
+        return f"({self.tokens / seconds:.1f} tok/s{eta})"
+
+    def _print(self, line: str) -> None:
+        if self.live is not None:
+            self.live.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=self.out, flush=True)
+
+    def _refresh(self) -> None:
+        if self.live is None:
+            return
+        from rich.text import Text
+
+        status = (
+            f"{self.done}/{self.total} records done · {len(self.running)} running · "
+            f"{self.failed} failed {self._rates()}"
+        )
+        self.live.update(Text(status))
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -1,0 +1,263 @@
+"""`gen batch`: one run of a pipeline per record, all through one shared backend (so the
+engine's continuous batching stays full), at most `concurrency` documents in flight.
+Each record gets its own run directory under the batch's folder; batch.json and batch.csv
+say, per record, how it went, and are rewritten (atomically) as each record ends. Running
+the same batch again finishes what is left: a record whose run completed from the same
+fields and pipeline is not touched."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import hashlib
+import io
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from gen.backends.base import Backend
+from gen.errors import ConfigError, GenError
+from gen.pipeline import Pipeline, load_pipeline
+from gen.pipeline.records import Record
+from gen.pipeline.run.events import Event
+from gen.pipeline.run.rundir import atomic_write
+from gen.pipeline.run.runner import prepare_run
+
+COLUMNS = (
+    "key", "line", "status", "words", "length_score", "rounds", "tokens", "seconds", "error",
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class RecordResult:
+    key: str
+    line: int
+    status: str = "pending"  # pending | running | completed | failed | cancelled
+    words: int = 0
+    length_score: float | None = None
+    rounds: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    reused: bool = False  # completed by an earlier run of the batch, left as it was
+    run_dir: str = ""
+
+
+def record_hash(fields: Mapping[str, Any], pipeline: Pipeline) -> str:
+    """What a record's finished run was made from: its fields and the pipeline's text."""
+    blob = json.dumps(
+        {"fields": fields, "pipeline": pipeline.source_text}, ensure_ascii=False, sort_keys=True
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class Batch:
+    def __init__(
+        self,
+        pipeline_file: Path,
+        records: list[Record],
+        records_file: str,
+        folder: Path,
+        *,
+        backend: Backend | None = None,  # set once the model has loaded (not for check())
+        model: str,
+        concurrency: int = 4,
+        overrides: Mapping[str, str] | None = None,
+        key_field: str | None = None,
+        on_event: Callable[[RecordResult, Event], None] | None = None,
+        on_record: Callable[[RecordResult], None] | None = None,
+    ) -> None:
+        self.pipeline_file = pipeline_file
+        self.records = records
+        self.records_file = records_file
+        self.backend = backend
+        self.folder = folder
+        self.model = model
+        self.concurrency = concurrency
+        self.overrides = dict(overrides or {})
+        self.key_field = key_field  # names the folders; an input only if the pipeline has it
+        self.on_event = on_event
+        self.on_record = on_record
+        self.results = {r.key: RecordResult(r.key, r.line) for r in records}
+        self._inputs: set[str] | None = None
+        self.started = time.monotonic()
+        self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+    # -- checking, before a model loads ----------------------------------------------------
+
+    def load(self, record: Record) -> Pipeline:
+        """The pipeline with this record's fields as its inputs (ConfigError naming the
+        record's line when a field is wrong)."""
+        if record.error is not None:
+            raise ConfigError(f"{record.where(self.records_file)}: {record.error}")
+        fields = dict(record.fields)
+        if self.key_field is not None and self.key_field not in self._declared():
+            fields.pop(self.key_field, None)
+        try:
+            return load_pipeline(self.pipeline_file, {**self.overrides, **fields})
+        except ConfigError as exc:
+            message = exc.message.replace("--set ", "", 1)
+            raise ConfigError(f"{record.where(self.records_file)}: {message}") from None
+
+    def _declared(self) -> set[str]:
+        if self._inputs is None:
+            self._inputs = set(load_pipeline(self.pipeline_file, self.overrides).inputs)
+        return self._inputs
+
+    def check(self) -> dict[str, str]:
+        """Every record's problem that shows without a model: key -> message."""
+        problems = {}
+        for record in self.records:
+            try:
+                self.load(record)
+            except ConfigError as exc:
+                problems[record.key] = str(exc)
+        return problems
+
+    def remaining(self) -> list[Record]:
+        """The records a run of the batch would generate: not finished before, as they are."""
+        left = []
+        for record in self.records:
+            try:
+                fields_hash = record_hash(record.fields, self.load(record))
+            except ConfigError:
+                continue  # fails without a model
+            if not self._finished_before(self.folder / record.key, fields_hash):
+                left.append(record)
+        return left
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(self) -> list[RecordResult]:
+        places = asyncio.Semaphore(self.concurrency)
+
+        async def one(record: Record) -> None:
+            async with places:
+                await self._record(record)
+
+        tasks = [asyncio.create_task(one(r)) for r in self.records]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for result in self.results.values():
+                if result.status in ("pending", "running"):
+                    result.status = "cancelled"
+            self.write_ledger()
+        return list(self.results.values())
+
+    async def _record(self, record: Record) -> None:
+        result = self.results[record.key]
+        path = self.folder / record.key
+        result.run_dir = str(path)
+        try:
+            pipeline = self.load(record)
+            fields_hash = record_hash(record.fields, pipeline)
+            if self._finished_before(path, fields_hash):
+                self._take_finished(result, path)
+                return
+            if self.backend is None:
+                raise GenError("the batch has no backend to generate with")
+            result.status = "running"
+            prepared = prepare_run(
+                pipeline,
+                self.backend,
+                self.folder,
+                model=self.model,
+                resume=True,
+                path=path,
+                subscribers=(lambda ev: self._event(result, ev),),
+            )
+            atomic_write(path / "record.json", _record_json(record, fields_hash))
+            manifest = await prepared.execute()
+            self._from_manifest(result, manifest)
+        except GenError as exc:
+            result.status, result.error = "failed", str(exc)
+        except asyncio.CancelledError:
+            result.status = "cancelled"
+            raise
+        except Exception as exc:  # a record must not take the batch down with it
+            result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
+        self.write_ledger()
+        if self.on_record is not None:
+            self.on_record(result)
+
+    def _event(self, result: RecordResult, event: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(result, event)
+
+    def _finished_before(self, path: Path, fields_hash: str) -> bool:
+        try:
+            manifest = json.loads((path / "manifest.json").read_text("utf-8"))
+            saved = json.loads((path / "record.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return False
+        return (
+            isinstance(manifest, dict)
+            and manifest.get("status") == "completed"
+            and isinstance(saved, dict)
+            and saved.get("hash") == fields_hash
+            and (path / "document.md").is_file()
+        )
+
+    def _take_finished(self, result: RecordResult, path: Path) -> None:
+        manifest = json.loads((path / "manifest.json").read_text("utf-8"))
+        self._from_manifest(result, manifest)
+        result.reused = True
+        if self.on_record is not None:
+            self.on_record(result)
+
+    def _from_manifest(self, result: RecordResult, manifest: dict[str, Any]) -> None:
+        sections = manifest.get("sections", [])
+        metrics = manifest.get("metrics", {})
+        result.status = manifest.get("status", "failed")
+        result.words = int(metrics.get("words", 0))
+        result.length_score = manifest.get("length_score")
+        result.rounds = sum(len(s.get("rounds", [])) for s in sections)
+        result.tokens = int(metrics.get("completion_tokens", 0))
+        result.seconds = float(metrics.get("seconds", 0.0))
+        if result.status != "completed":
+            errors = [f"{s['id']}: {s['error']}" for s in sections if s.get("error")]
+            result.error = "; ".join(errors) or f"the run ended {result.status}"
+
+    # -- the ledger -------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        results = list(self.results.values())
+        counts: dict[str, int] = {}
+        for r in results:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        return {
+            "batch_id": self.folder.name,
+            "pipeline": str(self.pipeline_file),
+            "records_file": self.records_file,
+            "model": self.model,
+            "created": self.created,
+            "concurrency": self.concurrency,
+            "counts": counts,
+            "seconds": round(time.monotonic() - self.started, 3),
+            "records": [asdict(r) for r in results],
+        }
+
+    def write_ledger(self) -> None:
+        atomic_write(
+            self.folder / "batch.json",
+            json.dumps(self.summary(), ensure_ascii=False, indent=2) + "\n",
+        )
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for r in self.results.values():
+            row = asdict(r)
+            writer.writerow(["" if row[c] is None else row[c] for c in COLUMNS])
+        atomic_write(self.folder / "batch.csv", buffer.getvalue())
+
+
+def _record_json(record: Record, fields_hash: str) -> str:
+    body = {"key": record.key, "line": record.line, "fields": record.fields, "hash": fields_hash}
+    return json.dumps(body, ensure_ascii=False, indent=2) + "\n"

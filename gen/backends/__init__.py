@@ -10,10 +10,14 @@ __all__ = ["Backend", "Delta", "Message", "Stream", "open_backend"]
 
 def open_backend(
     spec: str,
-    base_url: str | None = None,
+    base_url: str | list[str] | None = None,
     api_key_env: str | None = None,
     context_window: int | None = None,
     dtype: str | None = None,
+    tokenizer: str | None = None,
+    timeout: float = 120.0,
+    max_retries: int = 5,
+    concurrency: int = 16,
 ) -> Backend:
     """A backend for a model spec: `openai:<model>` is remote, anything else loads locally
     (in `dtype`: float32 or int8; None means GEN_DTYPE, else float32)."""
@@ -31,7 +35,16 @@ def open_backend(
             if key is None:
                 raise ModelError(f"environment variable {api_key_env} (api_key_env) is not set")
         assert ms.remote_model is not None
-        return OpenAIBackend(ms.remote_model, base_url, key, context_window or DEFAULT_WINDOW)
+        return OpenAIBackend(
+            ms.remote_model,
+            base_url,
+            key,
+            context_window or DEFAULT_WINDOW,
+            timeout=timeout,
+            max_retries=max_retries,
+            concurrency=concurrency,
+            tokenizer=tokenizer,
+        )
     from gen.backends.local import LocalBackend
     from gen.models import load_model
 

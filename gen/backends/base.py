@@ -22,6 +22,7 @@ class Delta:
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
     logprobs: list[TokenLogprob] = field(default_factory=list)  # the text's tokens, if asked
+    retries: int = 0  # requests sent again (a remote server failed or dropped the stream)
 
 
 class Stream(Protocol):

@@ -1,11 +1,14 @@
 """A remote OpenAI-compatible server as a Backend (vLLM, llama.cpp server, `gen serve`, ...).
 
 Each round is its own request; continuation is the orchestrator's `prefix` or `chat`
-strategy. Tokens are counted with tiktoken's cl100k (bundled, offline).
+strategy. Requests are spread over replicas and tried again on 429, 5xx and dropped or
+stalled connections; a round cut off mid-stream goes on from the text received. Tokens are
+counted with the model's tokenizer when one is named, else tiktoken's cl100k (offline).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
@@ -13,8 +16,10 @@ from functools import lru_cache
 from typing import Any
 
 import httpx
+from httpx_sse import SSEError, aconnect_sse
 
 from gen.backends.base import Delta, Message
+from gen.backends.replicas import Replica, Replicas, backoff
 from gen.errors import BackendError, ModelError
 from gen.sampling import SamplingParams
 
@@ -36,6 +41,34 @@ def count_text_tokens(text: str) -> int:
 def count_message_tokens(messages: list[Message]) -> int:
     """Chat messages as OpenAI counts them: content, plus a few tokens per message."""
     return sum(PER_MESSAGE_TOKENS + count_text_tokens(m["content"]) for m in messages) + 3
+
+
+class TokenCounter:
+    """Tokens as the budget counts them for a remote model: with the model's own Hugging
+    Face tokenizer when a local folder is named (`tokenizer:`), else tiktoken's cl100k."""
+
+    def __init__(self, tokenizer: str | None = None) -> None:
+        self.hf: Any = None
+        if tokenizer is not None:
+            from transformers import AutoTokenizer
+
+            try:
+                self.hf = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"tokenizer: cannot load {tokenizer}: {exc}") from None
+
+    def text(self, text: str) -> int:
+        if self.hf is None:
+            return count_text_tokens(text)
+        return len(self.hf.encode(text, add_special_tokens=False))
+
+    def messages(self, messages: list[Message]) -> int:
+        if self.hf is None:
+            return count_message_tokens(messages)
+        if getattr(self.hf, "chat_template", None):
+            ids = self.hf.apply_chat_template(messages, add_generation_prompt=True)
+            return len(ids)
+        return sum(PER_MESSAGE_TOKENS + self.text(m["content"]) for m in messages) + 3
 
 
 def request_body(
@@ -69,59 +102,151 @@ def request_body(
     return body
 
 
+# finish reasons other servers use, as OpenAI names them; others pass through as they are
+# (content_filter, tool_calls and function_call end the section, visibly)
+_FINISH = {
+    "eos": "stop", "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop",
+    "max_tokens": "length", "model_length": "length",
+}  # fmt: skip
+
+
+class Retryable(Exception):
+    """A failure worth another try: a dropped connection, a stall, a 429 or a 5xx."""
+
+    def __init__(self, message: str, retry_after: str | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def continued(body: dict[str, Any], received: str, chunks: int) -> dict[str, Any]:
+    """The request that picks up a round cut off mid-stream: what was received so far as
+    an open assistant message (the `prefix` continuation), and fewer tokens left to write."""
+    messages = [dict(m) for m in body["messages"]]
+    if body.get("continue_final_message"):
+        messages[-1]["content"] += received
+    else:
+        messages.append({"role": "assistant", "content": received})
+    left = max(1, int(body["max_tokens"]) - chunks)
+    return body | {
+        "messages": messages,
+        "max_tokens": left,
+        "continue_final_message": True,
+        "add_generation_prompt": False,
+    }
+
+
 class OpenAIStream:
-    def __init__(self, client: httpx.AsyncClient, body: dict[str, Any]) -> None:
-        self.client = client
+    """One round against the replicas. A request that fails before any text is sent again;
+    one that fails mid-stream goes on from the text received, so nothing is lost or said
+    twice. `retries` counts the tries after the first."""
+
+    def __init__(self, replicas: Replicas, body: dict[str, Any], max_retries: int) -> None:
+        self.replicas = replicas
         self.body = body
-        self.response: httpx.Response | None = None
+        self.max_retries = max_retries
+        self.retries = 0
 
     async def deltas(self) -> AsyncIterator[Delta]:
-        finish: str | None = None
-        stop_reason: int | str | None = None
-        usage: dict[str, Any] = {}
-        try:
-            async with self.client.stream("POST", "/chat/completions", json=self.body) as resp:
-                self.response = resp
-                if resp.status_code >= 400:
-                    detail = (await resp.aread()).decode("utf-8", "replace")[:500]
-                    raise BackendError(f"server answered {resp.status_code}: {detail}")
-                async for line in resp.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
+        received, chunks = "", 0  # text yielded, and the chunks it came in (about a token each)
+        resumed_chunks = 0  # chunks received before the request now running
+        while True:
+            body = self.body if not received else continued(self.body, received, chunks)
+            state = _Round()
+            try:
+                async with self.replicas.use() as replica:
                     try:
-                        chunk = json.loads(data)
-                    except json.JSONDecodeError as exc:
-                        raise BackendError(f"server sent malformed JSON: {data[:200]!r}") from exc
-                    if "error" in chunk:
-                        raise BackendError(f"server error: {chunk['error']}")
-                    usage = chunk.get("usage") or usage
-                    for choice in chunk.get("choices") or []:
-                        text = (choice.get("delta") or {}).get("content") or ""
-                        if text:
+                        async for text in self._request(replica, body, state):
+                            received += text
+                            chunks += 1
                             yield Delta(text)
-                        if choice.get("finish_reason"):
-                            finish = choice["finish_reason"]
-                            stop_reason = choice.get("stop_reason")
-        except httpx.HTTPError as exc:
-            raise BackendError(f"request to {self.client.base_url} failed: {exc}") from exc
+                    except Retryable:
+                        self.replicas.failed(replica)
+                        raise
+                    self.replicas.worked(replica)
+                break
+            except Retryable as exc:
+                if state.finish is not None:
+                    break  # it had finished; only the usage or [DONE] went missing
+                self.retries += 1
+                if self.retries > self.max_retries:
+                    raise BackendError(f"{exc} (after {self.max_retries} retries)") from exc
+                resumed_chunks = chunks
+                await asyncio.sleep(backoff(self.retries, exc.retry_after))
+        usage = state.usage
         details = usage.get("prompt_tokens_details") or {}
+        completion = int(usage.get("completion_tokens") or chunks - resumed_chunks)
         yield Delta(
             "",
-            finish_reason=finish or "stop",
-            stop_reason=stop_reason,
+            finish_reason=state.finish or "stop",
+            stop_reason=state.stop_reason,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             cached_prompt_tokens=int(details.get("cached_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            completion_tokens=resumed_chunks + completion,
+            retries=self.retries,
         )
+
+    async def _request(
+        self, replica: Replica, body: dict[str, Any], state: _Round
+    ) -> AsyncIterator[str]:
+        where = replica.url
+        try:
+            async with aconnect_sse(
+                replica.client, "POST", "/chat/completions", json=body
+            ) as source:
+                resp = source.response
+                if resp.status_code == 429 or resp.status_code >= 500:
+                    detail = (await resp.aread()).decode("utf-8", "replace")[:300]
+                    raise Retryable(
+                        f"{where} answered {resp.status_code}: {detail}",
+                        resp.headers.get("retry-after"),
+                    )
+                if resp.status_code >= 400:
+                    detail = (await resp.aread()).decode("utf-8", "replace")[:500]
+                    raise BackendError(f"{where} answered {resp.status_code}: {detail}")
+                async for event in source.aiter_sse():
+                    if event.data == "[DONE]":
+                        return
+                    text = state.take(event.data, where)
+                    if text:
+                        yield text
+        except (httpx.TransportError, SSEError) as exc:  # dropped, refused, stalled
+            raise Retryable(f"request to {where} failed: {type(exc).__name__}: {exc}") from exc
+        if state.finish is None:
+            raise Retryable(f"{where} ended the stream before the round finished")
 
     async def resume(self, max_tokens: int) -> None:
         raise BackendError("a remote server keeps no state between rounds; use prefix or chat")
 
     async def close(self) -> str:
         return ""
+
+
+class _Round:
+    """What one request's chunks said: the finish, its reason, the usage."""
+
+    def __init__(self) -> None:
+        self.finish: str | None = None
+        self.stop_reason: int | str | None = None
+        self.usage: dict[str, Any] = {}
+
+    def take(self, data: str, where: str) -> str:
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise BackendError(f"{where} sent malformed JSON: {data[:200]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise BackendError(f"{where} sent a chunk that is not an object: {data[:200]!r}")
+        if "error" in chunk:  # failed mid-stream: gone on from what was received
+            raise Retryable(f"{where} failed mid-stream: {chunk['error']}")
+        self.usage = chunk.get("usage") or self.usage
+        text = ""
+        for choice in chunk.get("choices") or []:
+            text += (choice.get("delta") or {}).get("content") or ""
+            if choice.get("finish_reason"):
+                reason = str(choice["finish_reason"])
+                self.finish = _FINISH.get(reason, reason)
+                self.stop_reason = choice.get("stop_reason")
+        return text
 
 
 class OpenAIBackend:
@@ -132,30 +257,37 @@ class OpenAIBackend:
     def __init__(
         self,
         model: str,
-        base_url: str | None = None,
+        base_url: str | list[str] | None = None,
         api_key: str | None = None,
         context_window: int = DEFAULT_WINDOW,
-        timeout: float = 600.0,
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 5,
+        concurrency: int = 16,
+        tokenizer: str | None = None,
     ) -> None:
         base = base_url or os.environ.get("OPENAI_BASE_URL")
         if not base:
             raise ModelError(
                 f"openai:{model} needs a server: set base_url in the pipeline or OPENAI_BASE_URL"
             )
+        urls = [base] if isinstance(base, str) else list(base)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.model = model
         self.context_window = context_window
-        self.client = httpx.AsyncClient(base_url=base.rstrip("/"), headers=headers, timeout=timeout)
+        self.max_retries = max_retries
+        self.counter = TokenCounter(tokenizer)
+        self.replicas = Replicas.open(urls, headers, timeout, concurrency)
 
     def count_tokens(self, messages: list[Message]) -> int:
-        return count_message_tokens(messages)
+        return self.counter.messages(messages)
 
     def count_text(self, text: str) -> int:
-        return count_text_tokens(text)
+        return self.counter.text(text)
 
     def word_ids(self, word: str) -> list[int]:
-        return []  # a server's own tokenizer is unknown here (tiktoken's ids are OpenAI's)
+        return []  # a server's own token ids are unknown here
 
     async def chat(
         self,
@@ -165,7 +297,8 @@ class OpenAIBackend:
         hold: bool = False,
         continue_final: bool = False,
     ) -> OpenAIStream:
-        return OpenAIStream(self.client, request_body(self.model, messages, params, continue_final))
+        body = request_body(self.model, messages, params, continue_final)
+        return OpenAIStream(self.replicas, body, self.max_retries)
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await self.replicas.aclose()

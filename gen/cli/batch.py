@@ -121,13 +121,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(records_path, len(records), problems)
 
-    from gen.backends import open_backend
+    from gen.pipeline.run.runner import open_pipeline_backend
 
     if batch.remaining():  # else every record is done (or fails without one): no model
         print(f"loading {model} ...", file=sys.stderr, flush=True)
-        batch.backend = open_backend(
-            model, pipeline.base_url, pipeline.api_key_env, dtype=args.dtype
-        )
+        batch.backend = open_pipeline_backend(pipeline, model, args.dtype)
     folder.mkdir(parents=True, exist_ok=True)
     canceller = Canceller()
     try:

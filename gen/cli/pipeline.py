@@ -159,6 +159,8 @@ class Progress:
             target = f"/{ev['target_words']}" if ev.get("target_words") else ""
             score = f", S_l {ev['length_score']:.1f}" if ev.get("length_score") is not None else ""
             flag = " TRUNCATED" if ev.get("truncated") else ""
+            if ev.get("ended_by"):
+                flag += f" ENDED BY THE SERVER ({ev['ended_by']})"
             print(
                 f"  ✓ {ev['section']}: {ev['words']}{target} words, {ev['rounds']} round(s)"
                 f"{score}{flag}",
@@ -196,12 +198,11 @@ STDOUT_CLASH = (
 def cmd_run(args: argparse.Namespace) -> int:
     if args.stream and args.events == "-":
         raise ConfigError(STDOUT_CLASH)
-    from gen.backends import open_backend
     from gen.cli.stream import DocumentStream
     from gen.pipeline import load_pipeline
     from gen.pipeline.model_check import check_model
     from gen.pipeline.run.rundir import check_events_path, check_out_dir
-    from gen.pipeline.run.runner import prepare_run
+    from gen.pipeline.run.runner import open_pipeline_backend, prepare_run
 
     # everything a user can get wrong is refused here, before the model loads
     pipeline = load_pipeline(args.pipeline, parse_overrides(args.overrides))
@@ -214,7 +215,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return dry_run(pipeline, model, as_json=args.events == "-")
     print(f"loading {model} ...", file=sys.stderr, flush=True)
-    backend = open_backend(model, pipeline.base_url, pipeline.api_key_env, dtype=args.dtype)
+    backend = open_pipeline_backend(pipeline, model, args.dtype)
     subscribers: list[Callable[[dict[str, Any]], None]] = [Progress(sys.stderr)]
     canceller = Canceller()
     events_file: IO[str] | None = None

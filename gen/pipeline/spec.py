@@ -86,6 +86,16 @@ GENERATION_FIELDS: tuple[str, ...] = tuple(GenerationSettings.model_fields)
 _NULLABLE = frozenset({"seed", "system"})
 
 
+class RemoteSettings(_Strict):
+    """How an `openai:` model's servers are called: per request, how long a server may stay
+    silent, how often a failed request is tried again, how many requests each server gets
+    at once."""
+
+    timeout: PositiveFloat = 120.0  # seconds without a byte before the request is dropped
+    max_retries: NonNegativeInt = 5  # tries after the first, with exponential backoff
+    concurrency: PositiveInt = 16  # requests in flight per server
+
+
 class ContextSettings(_Strict):
     """The context budget: the window (tokens) and what is kept free for the answer."""
 
@@ -197,8 +207,10 @@ class Pipeline(_Strict):
 
     name: str = "pipeline"
     model: str = DEFAULT_MODEL
-    base_url: str | None = None
+    base_url: str | list[str] | None = None  # a list: replicas, the least busy is used
     api_key_env: str | None = None
+    tokenizer: str | None = None  # a local Hugging Face tokenizer folder to count tokens with
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)
     defaults: GenerationSettings = Field(default_factory=GenerationSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     inputs: dict[str, Any] = Field(default_factory=dict)

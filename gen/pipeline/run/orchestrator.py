@@ -328,6 +328,7 @@ class Orchestrator:
             "distinct_4": round(rec.distinct_4, 3),
             "repeated_sentences": round(rec.repeated_sentences, 3),
             "finish_reason": rec.rounds[-1].finish_reason if rec.rounds else None,
+            "ended_by": rec.ended_by,
             "items": rec.items,  # what a fan-out over this section will run over
         }
 

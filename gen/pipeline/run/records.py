@@ -18,12 +18,15 @@ class RoundRecord:
     stop_reason: int | str | None = None  # also "target_words", "repetition"
     retry: int = 0  # retries after a loop before this round
     repetition: dict[str, str] | None = None  # what loop ended this round
+    server_retries: int = 0  # requests sent again: a remote server failed, throttled or dropped
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["seconds"] = round(self.seconds, 3)
         if self.repetition is None:
             del data["repetition"]
+        if not self.server_retries:
+            del data["server_retries"]
         return data
 
 
@@ -47,6 +50,7 @@ class SectionRecord:
     degenerate: bool = False  # it looped again after every retry; the loops were cut away
     distinct_4: float = 1.0
     repeated_sentences: float = 0.0  # the share of sentences that repeat an earlier one
+    ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -70,6 +74,8 @@ class SectionRecord:
             data["items"] = self.items
         if self.error:
             data["error"] = self.error
+        if self.ended_by:
+            data["ended_by"] = self.ended_by
         return data
 
     @classmethod
@@ -92,6 +98,7 @@ class SectionRecord:
             degenerate=bool(data.get("degenerate", False)),
             distinct_4=float(data.get("distinct_4", 1.0)),
             repeated_sentences=float(data.get("repeated_sentences", 0.0)),
+            ended_by=data.get("ended_by"),
         )
 
 
@@ -133,6 +140,7 @@ def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> di
         "distinct_4_min": round(min((r.distinct_4 for r in done), default=1.0), 3),
         "repeated_sentences_max": round(max((r.repeated_sentences for r in done), default=0.0), 3),
         "repetition_retries": sum(rd.stop_reason == "repetition" for rd in rounds),
+        "server_retries": sum(rd.server_retries for rd in rounds),
         "seconds": round(seconds, 3),
         # the tokens this run generated: a resumed run's reused sections took no time here
         "tokens_per_second": round(generated / seconds, 2) if seconds > 0 else 0.0,

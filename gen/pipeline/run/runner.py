@@ -29,6 +29,21 @@ class PreparedRun:
             write_timeline(self.run_dir.path)  # timeline.svg: where the run's time went
 
 
+def open_pipeline_backend(pipeline: Pipeline, model: str, dtype: str | None = None) -> Backend:
+    """The backend a pipeline runs on: `model` (the pipeline's or --model's), with the
+    pipeline's servers, key, tokenizer and remote settings for an `openai:` model."""
+    from gen.backends import open_backend
+
+    return open_backend(
+        model,
+        pipeline.base_url,
+        pipeline.api_key_env,
+        dtype=dtype,
+        tokenizer=pipeline.tokenizer,
+        **pipeline.remote.model_dump(),
+    )
+
+
 def context_window(pipeline: Pipeline, backend: Backend) -> int:
     return pipeline.context.window_for(backend.context_window)
 

@@ -246,6 +246,8 @@ class SectionRun:
                         mode = "prefix" if self.strategy in ("kv", "prefix") else "more"
                         self._extend = mode == "prefix"
                     else:
+                        if finish not in ("stop", "length"):  # content_filter, tool_calls
+                            self.rec.ended_by = finish
                         break  # stop: the model finished (or a remote filter ended it)
                     if mode == "kv":
                         if final is None:
@@ -539,6 +541,7 @@ class SectionRun:
                 strategy=mode,
                 stop_reason=reason if cut is not None else final.stop_reason,
                 retry=self.retries,
+                server_retries=final.retries,
             )
         else:  # cut before the backend reported usage
             record = RoundRecord(
@@ -570,6 +573,7 @@ class SectionRun:
             words=count_words(self.text),
             retry=self.retries,
             repetition=record.repetition,
+            server_retries=record.server_retries,
             seconds=round(seconds, 3),
             tokens_per_second=round(record.completion_tokens / seconds, 2) if seconds > 0 else 0.0,
         )

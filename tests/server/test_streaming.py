@@ -195,7 +195,8 @@ def test_a_client_that_goes_away_frees_its_sequence(server: Server) -> None:
     host, port = server.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + b"Content-Type: application/json\r\n"
             + f"Content-Length: {len(payload)}\r\n\r\n".encode()
             + payload
         )

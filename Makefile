@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test check lint bench install
+.PHONY: run test check lint bench install test-peers
 
 install: $(STAMP)
 
@@ -40,3 +40,12 @@ check: lint test
 
 bench: $(STAMP)
 	$(BIN)/gen bench
+
+# Optional: gen's openai: backend against a third-party server (llama-cpp-python's, which
+# builds llama.cpp: about 10 minutes on 2 cores, once) serving the bundled GGUF.
+PEERS := .venv-peers
+test-peers: $(STAMP)
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(PEERS)/bin/pip install --quiet 'llama-cpp-python[server]'
+	GEN_PEER_PYTHON=$(PEERS)/bin/python $(BIN)/python -m pytest tests/peers -s

@@ -23,6 +23,7 @@ class Delta:
     completion_tokens: int = 0
     logprobs: list[TokenLogprob] = field(default_factory=list)  # the text's tokens, if asked
     retries: int = 0  # requests sent again (a remote server failed or dropped the stream)
+    replica: str = ""  # the remote server that wrote the end of the round
 
 
 class Stream(Protocol):

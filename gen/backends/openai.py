@@ -110,6 +110,10 @@ _FINISH = {
 }  # fmt: skip
 
 
+class Refused(BackendError):
+    """The server refused the request (a 4xx other than 429): trying again will not help."""
+
+
 class Retryable(Exception):
     """A failure worth another try: a dropped connection, a stall, a 429 or a 5xx."""
 
@@ -149,11 +153,13 @@ class OpenAIStream:
     async def deltas(self) -> AsyncIterator[Delta]:
         received, chunks = "", 0  # text yielded, and the chunks it came in (about a token each)
         resumed_chunks = 0  # chunks received before the request now running
+        served_by = ""
         while True:
             body = self.body if not received else continued(self.body, received, chunks)
             state = _Round()
             try:
                 async with self.replicas.use() as replica:
+                    served_by = replica.url
                     try:
                         async for text in self._request(replica, body, state):
                             received += text
@@ -164,6 +170,20 @@ class OpenAIStream:
                         raise
                     self.replicas.worked(replica)
                 break
+            except Refused:
+                if not received:
+                    raise
+                # the server will not continue an open assistant message: the round ends
+                # here, cut off, and the section goes on by its own continuation (chat)
+                yield Delta(
+                    "",
+                    finish_reason="length",
+                    stop_reason="interrupted",
+                    completion_tokens=chunks,
+                    retries=self.retries,
+                    replica=served_by,
+                )
+                return
             except Retryable as exc:
                 if state.finish is not None:
                     break  # it had finished; only the usage or [DONE] went missing
@@ -183,6 +203,7 @@ class OpenAIStream:
             cached_prompt_tokens=int(details.get("cached_tokens") or 0),
             completion_tokens=resumed_chunks + completion,
             retries=self.retries,
+            replica=served_by,
         )
 
     async def _request(
@@ -202,7 +223,7 @@ class OpenAIStream:
                     )
                 if resp.status_code >= 400:
                     detail = (await resp.aread()).decode("utf-8", "replace")[:500]
-                    raise BackendError(f"{where} answered {resp.status_code}: {detail}")
+                    raise Refused(f"{where} answered {resp.status_code}: {detail}")
                 async for event in source.aiter_sse():
                     if event.data == "[DONE]":
                         return

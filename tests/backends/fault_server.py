@@ -35,6 +35,7 @@ class FaultServer:
     faults: list[str] = field(default_factory=list)  # drop | 429 | 500 | stall | filter | ok
     requests: list[dict[str, Any]] = field(default_factory=list)
     stall_seconds: float = 5.0
+    refuse_prefix: bool = False  # answer an open assistant message with a 400, as OpenAI does
     url: str = ""
 
     def reply(self, body: dict[str, Any]) -> tuple[list[str], bool]:
@@ -59,6 +60,8 @@ class FaultServer:
             return JSONResponse({"error": {"message": "slow down"}}, 429, {"Retry-After": "1"})
         if fault == "500":
             return JSONResponse({"error": {"message": "boom"}}, 500)
+        if self.refuse_prefix and body.get("continue_final_message"):
+            return JSONResponse({"error": {"message": "continue_final_message?"}}, 400)
         pieces, whole = self.reply(body)
 
         async def stream() -> AsyncIterator[bytes]:

@@ -29,8 +29,10 @@ sections:
 """
 
 
-def run_pipeline(server: FaultServer, out: Path, retries: int = 6) -> dict[str, Any]:
-    text = PIPELINE.format(url=server.url, retries=retries)
+def run_pipeline(
+    server: FaultServer, out: Path, retries: int = 6, mode: str = "prefix"
+) -> dict[str, Any]:
+    text = PIPELINE.format(url=server.url, retries=retries).replace("prefix", mode)
     pipeline = load_pipeline_text(text, file="remote.yaml")
 
     async def go() -> dict[str, Any]:
@@ -68,6 +70,20 @@ def test_faults_are_retried_and_the_text_is_a_clean_runs(tmp_path: Path) -> None
     # a round cut off mid-stream went on as an open assistant message, from what it had
     resumed = [r["body"] for r in faulty.requests if r["body"].get("continue_final_message")]
     assert resumed and all(b["messages"][-1]["role"] == "assistant" for b in resumed)
+    assert {r["replica"] for s in manifest["sections"] for r in s["rounds"]} == {faulty.url}
+
+
+def test_a_server_that_will_not_continue_mid_stream_ends_the_round_cut_off(
+    tmp_path: Path,
+) -> None:
+    server = FaultServer(faults=["drop"], refuse_prefix=True)
+    with running(server):
+        manifest = run_pipeline(server, tmp_path, mode="chat")
+    first = manifest["sections"][0]["rounds"]
+    assert first[0]["finish_reason"] == "length" and first[0]["stop_reason"] == "interrupted"
+    assert first[0]["completion_tokens"] == 3  # what came before the drop is kept
+    assert first[1]["strategy"] == "chat"  # the section went on by its own continuation
+    assert manifest["status"] == "completed"
 
 
 def test_a_server_that_keeps_failing_fails_the_section_naming_the_retries(

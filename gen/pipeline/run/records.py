@@ -19,6 +19,7 @@ class RoundRecord:
     retry: int = 0  # retries after a loop before this round
     repetition: dict[str, str] | None = None  # what loop ended this round
     server_retries: int = 0  # requests sent again: a remote server failed, throttled or dropped
+    replica: str | None = None  # the remote server that served (the end of) the round
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -27,6 +28,8 @@ class RoundRecord:
             del data["repetition"]
         if not self.server_retries:
             del data["server_retries"]
+        if self.replica is None:
+            del data["replica"]
         return data
 
 

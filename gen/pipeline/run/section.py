@@ -542,6 +542,7 @@ class SectionRun:
                 stop_reason=reason if cut is not None else final.stop_reason,
                 retry=self.retries,
                 server_retries=final.retries,
+                replica=final.replica or None,
             )
         else:  # cut before the backend reported usage
             record = RoundRecord(

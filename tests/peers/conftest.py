@@ -36,7 +36,10 @@ def llama_cpp_server() -> Iterator[str]:
     port = free_port()
     command = [PEER_PYTHON, "-m", "llama_cpp.server", "--model", str(bundled_gguf()),
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-               "--model_alias", "smollm2"]  # fmt: skip
+               "--model_alias", "smollm2",
+               # by default a new request cuts off the one streaming (it ends "stop",
+               # empty or short): gen sends sections at once, so they must queue instead
+               "--interrupt_requests", "False"]  # fmt: skip
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(command, stdout=log, stderr=log)
         url = f"http://127.0.0.1:{port}/v1"

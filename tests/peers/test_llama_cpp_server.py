@@ -1,5 +1,6 @@
 """gen's `openai:` backend against llama.cpp's server (llama-cpp-python) serving the bundled
-GGUF: a pipeline with continuation rounds completes, its text whole and UTF-8-clean."""
+GGUF: a pipeline with continuation rounds (`chat`) completes, its text whole, UTF-8-clean
+and not repeated at the seams."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ sections:
 """
 
 
-@pytest.mark.parametrize("mode", ["chat", "prefix"])
+# not `prefix`: llama-cpp-python 0.3.36 ignores continue_final_message and answers an open
+# assistant message with a new turn, so the text would start over
+@pytest.mark.parametrize("mode", ["chat"])
 def test_a_pipeline_with_continuation_rounds_completes(
     llama_cpp_server: str, tmp_path: Path, mode: str
 ) -> None:
@@ -51,3 +54,6 @@ def test_a_pipeline_with_continuation_rounds_completes(
     for section in ("water", "tea"):
         text = (folder / f"{section}.md").read_text("utf-8")
         assert text.strip() and REPLACEMENT not in text
+    water_text = (folder / "water.md").read_text("utf-8")
+    opening = water_text[:40]
+    assert water_text.count(opening) == 1, water_text  # no round started the text over

@@ -31,6 +31,25 @@ def _check(ok: bool, param: str, message: str) -> None:
         raise InvalidParam(param, message)
 
 
+CONSTRAINT_KINDS = ("json_schema", "regex", "lark", "gbnf")
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """Output the engine enforces token by token: a JSON schema (as JSON text), a regular
+    expression, or a grammar in Lark or GBNF."""
+
+    kind: str
+    text: str
+
+    def __post_init__(self) -> None:
+        _check(
+            self.kind in CONSTRAINT_KINDS,
+            "constraint",
+            f"a constraint is one of {', '.join(CONSTRAINT_KINDS)}, got {self.kind!r}",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
     max_tokens: int = 256
@@ -66,6 +85,7 @@ class SamplingParams:
     # None: no log probabilities; 0: the sampled token's; k: and the k most likely tokens'
     # (of the distribution the model gave, before penalties, temperature and filters)
     logprobs: int | None = None
+    constraint: Constraint | None = None  # output held to a schema, regex or grammar
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):

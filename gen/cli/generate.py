@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gen.cli.common import add_dtype, default_model, stdout_closed
@@ -13,7 +14,7 @@ from gen.errors import ConfigError
 
 if TYPE_CHECKING:  # imported lazily at run time: loading the engine is slow
     from gen.backends.base import Backend, Message
-    from gen.sampling import SamplingParams
+    from gen.sampling import Constraint, SamplingParams
 
 
 def add_command(sub: Any) -> None:
@@ -61,6 +62,14 @@ def add_command(sub: Any) -> None:
     g.add_argument("--seed", type=seed_value, default=None, help="in [0, 2**63)")
     g.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming")
+    shape = g.add_mutually_exclusive_group()
+    shape.add_argument(
+        "--json-schema", metavar="FILE", help="the output is JSON valid against this schema"
+    )
+    shape.add_argument("--regex", metavar="RE", help="the output matches this regular expression")
+    shape.add_argument(
+        "--grammar", metavar="FILE", help="the output follows this grammar (Lark; .gbnf: GBNF)"
+    )
     add_dtype(g)
     g.set_defaults(handler=cmd_generate)
 
@@ -72,7 +81,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     breakers = None
     if args.dry_sequence_breaker is not None:
         breakers = tuple(map(unescape, args.dry_sequence_breaker))
-    params = build_sampling_params(args, stop=tuple(args.stop), dry_sequence_breakers=breakers)
+    params = build_sampling_params(
+        args,
+        stop=tuple(args.stop),
+        dry_sequence_breakers=breakers,
+        constraint=constraint_from(args),
+    )
     messages = [{"role": "user", "content": read_prompt(args.prompt)}]
     if args.system:
         messages.insert(0, {"role": "system", "content": args.system})
@@ -91,6 +105,30 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return stdout_closed()
     print(summary(result), file=sys.stderr)
     return 0
+
+
+def constraint_from(args: argparse.Namespace) -> Constraint | None:
+    """--json-schema FILE, --regex RE or --grammar FILE as the engine's constraint."""
+    from gen.sampling import Constraint
+
+    if args.regex is not None:
+        return Constraint("regex", args.regex)
+    path, kind = (args.json_schema, "json_schema") if args.json_schema else (args.grammar, "")
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        option = "--json-schema" if kind else "--grammar"
+        raise ConfigError(f"{option} {path}: {exc.strerror}") from None
+    if kind == "json_schema":
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"--json-schema {path}: not JSON: {exc}") from None
+    else:
+        kind = "gbnf" if path.endswith(".gbnf") else "lark"
+    return Constraint(kind, text)
 
 
 def seed_value(text: str) -> int:

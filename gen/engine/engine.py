@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from gen.engine.detokenizer import Tokenizer
+from gen.engine.grammar import Grammars
 from gen.engine.model_runner import CausalLM, ModelRunner
 from gen.engine.penalties import SequenceBreakers
 from gen.engine.sampler import sample, token_logprobs
@@ -72,6 +73,7 @@ class Engine:
         self.prefill_chunk = prefill_chunk
         self.requests: dict[str, Sequence] = {}
         self.breakers = SequenceBreakers(tokenizer, cfg.vocab_size)  # DRY's, decoded lazily
+        self.grammars = Grammars(tokenizer, cfg.vocab_size)  # constrained requests' matchers
 
     def add_request(
         self,
@@ -90,6 +92,8 @@ class Engine:
         if request_id is not None and request_id in self.requests:
             raise ValueError(f"request id {request_id!r} is already in use")
         seq = Sequence(prompt_ids, params, self.tokenizer, self.eos_ids, request_id, hold)
+        if params.constraint is not None:
+            seq.grammar = self.grammars.state(params.constraint)
         seq.reserved_tokens = self._reservation(seq.reserved_tokens, "request")
         self.requests[seq.request_id] = seq
         self.scheduler.add(seq)
@@ -231,6 +235,7 @@ class Engine:
             [s.seen_mask(logits.shape[-1]) for s in seqs],
             [s.banned_ids() for s in seqs],
             [s.penalty_state(logits.shape[-1], self.breakers) for s in seqs],
+            [s.grammar.allowed(logits.shape[-1]) if s.grammar else None for s in seqs],
         )
         logprobs = self._logprobs(seqs, logits, tokens)
         outputs = []

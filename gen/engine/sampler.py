@@ -15,6 +15,8 @@ import torch
 from gen.engine.penalties import PenaltyState
 from gen.sampling import SamplingParams, TokenLogprob
 
+inf = float("inf")
+
 
 def apply_repetition_penalty(
     logits: torch.Tensor, seen: torch.Tensor, penalty: float
@@ -60,13 +62,17 @@ def sample(
     seen: Seq[torch.Tensor | None],
     banned: Seq[tuple[int, ...]],
     penalties: Seq[PenaltyState | None] | None = None,
+    allowed: Seq[torch.Tensor | None] | None = None,
 ) -> list[int]:
     """One token id per row of `logits` (B, vocab). seen[i]: a (vocab,) mask of the ids the
-    repetition penalty applies to, or None; penalties[i]: the row's PenaltyState, or None."""
+    repetition penalty applies to, or None; penalties[i]: the row's PenaltyState, or None;
+    allowed[i]: a (vocab,) mask of the only ids a constraint lets come next, or None."""
     logits = logits.float()
     states = penalties if penalties is not None else [None] * len(params)
+    masks = allowed if allowed is not None else [None] * len(params)
     plain = [
         p.greedy
+        and masks[i] is None
         and not banned[i]
         and not p.logit_bias
         and (p.repetition_penalty == 1.0 or seen[i] is None)
@@ -94,7 +100,11 @@ def sample(
         state = states[i]
         if state is not None:
             row = state.apply(row)
-        row = finite(row, logits[i])
+        only = masks[i]
+        if only is not None:  # the constraint: nothing else may come next
+            row = finite(row.masked_fill(~only, -inf), logits[i].masked_fill(~only, -inf))
+        else:
+            row = finite(row, logits[i])
         if p.greedy:
             out.append(int(torch.argmax(row)))
             continue

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from gen.engine.detokenizer import Detokenizer, Tokenizer
+from gen.engine.grammar import GrammarState
 from gen.engine.penalties import PenaltyState, SequenceBreakers
 from gen.engine.stopping import StopStringMatcher
 from gen.sampling import SamplingParams, TokenLogprob
@@ -71,6 +72,7 @@ class Sequence:
         self.generator: torch.Generator | None = None
         self._seen: torch.Tensor | None = None  # repetition penalty ids, made on first use
         self.penalties: PenaltyState | None = None  # generated ids indexed, made on first use
+        self.grammar: GrammarState | None = None  # its constraint's matcher, if it has one
         if not params.greedy:
             self.generator = torch.Generator()
             if params.seed is None:
@@ -146,6 +148,8 @@ class Sequence:
         if token in p.stop_token_ids and may_stop:
             # stop: a stop token id sampled
             return self._finish("", "stop", token)
+        if self.grammar is not None:
+            self.grammar.consume(token)
         self.output_ids.append(token)
         if self._seen is not None and 0 <= token < self._seen.shape[0]:
             self._seen[token] = True
@@ -156,6 +160,9 @@ class Sequence:
             # stop: a stop string completed (possibly across tokens)
             return self._finish(match.text, "stop", match.stop, flush=False)
         out = Output(self.request_id, shown, [token])
+        if self.grammar is not None and self.grammar.done:
+            # stop: the constraint's output is complete (nothing more is allowed)
+            return self._finish(shown, "stop", None)
         if self.completion_tokens - self.round_start >= p.max_tokens:
             # stop: max_tokens reached (a held sequence parks with its text state intact)
             if self.hold and self.total_len < max_model_len:

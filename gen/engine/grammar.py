@@ -1,0 +1,73 @@
+"""Constrained decoding: a request's JSON schema, regex or grammar (Lark, GBNF) enforced
+token by token with llguidance's matcher, which gives the tokens allowed next as a mask.
+Only rows that carry a constraint pay for it; the others sample as before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gen.sampling import Constraint, InvalidParam
+
+
+class Grammars:
+    """What constrained requests share: the model's tokenizer as llguidance reads it, made
+    once, on the first constrained request."""
+
+    def __init__(self, tokenizer: Any, vocab: int) -> None:
+        self.tokenizer = tokenizer
+        self.vocab = vocab
+        self._ll: Any = None
+
+    def state(self, constraint: Constraint) -> GrammarState:
+        import llguidance
+        import llguidance.hf
+
+        if self._ll is None:
+            try:
+                self._ll = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab)
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise InvalidParam(
+                    "constraint", f"constrained decoding needs a Hugging Face tokenizer: {exc}"
+                ) from None
+        kind: Any = constraint.kind  # one of CONSTRAINT_KINDS, all names llguidance takes
+        try:
+            grammar = llguidance.grammar_from(kind, constraint.text)
+        except (ValueError, TypeError) as exc:
+            raise InvalidParam("constraint", f"bad {constraint.kind}: {exc}") from None
+        error = llguidance.LLMatcher.validate_grammar(grammar, self._ll)
+        if error:
+            raise InvalidParam("constraint", f"bad {constraint.kind}: {error}")
+        return GrammarState(llguidance.LLMatcher(self._ll, grammar), self.vocab)
+
+
+class GrammarState:
+    """One sequence's place in its grammar."""
+
+    def __init__(self, matcher: Any, vocab: int) -> None:
+        self.matcher = matcher
+        self.vocab = vocab
+
+    def allowed(self, width: int) -> torch.Tensor:
+        """(width,) bool: the tokens the grammar allows next (ids past its vocab: none)."""
+        import llguidance.torch
+
+        bitmask = llguidance.torch.allocate_token_bitmask(1, self.vocab)
+        llguidance.torch.fill_next_token_bitmask(self.matcher, bitmask, 0)
+        bits = bitmask[0].view(torch.int32)
+        shifts = torch.arange(32, dtype=torch.int32)
+        mask = ((bits.unsqueeze(-1) >> shifts) & 1).bool().flatten()[: self.vocab]  # (vocab,)
+        out = torch.zeros(width, dtype=torch.bool)
+        n = min(width, self.vocab)
+        out[:n] = mask[:n]
+        return out
+
+    def consume(self, token: int) -> None:
+        if not self.matcher.consume_token(token):
+            raise RuntimeError(f"the grammar refused token {token}: {self.matcher.get_error()}")
+
+    @property
+    def done(self) -> bool:
+        """The output is complete: the grammar allows nothing more."""
+        return bool(self.matcher.is_stopped())

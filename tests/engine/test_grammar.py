@@ -1,0 +1,86 @@
+"""Constrained decoding with the bundled model: a regex, a JSON schema, a Lark and a GBNF
+grammar held token by token (llguidance's mask), in one batch with an unconstrained row
+that comes out as it does alone; a bad grammar is an InvalidParam naming the problem."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import torch
+
+from gen.engine import Engine, SamplingParams
+from gen.engine.chat import encode_chat
+from gen.engine.sampler import sample
+from gen.sampling import Constraint, InvalidParam
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 30},
+        "population": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"enum": ["海", "山", "😀"]}, "maxItems": 3},
+    },
+    "required": ["city", "population", "tags"],
+    "additionalProperties": False,
+}
+LARK = 'start: "Answer: " ("yes" | "no") "."'
+GBNF = 'root ::= "สวัสดี " [0-9] [0-9]'
+
+
+def test_the_mask_leaves_only_allowed_ids() -> None:
+    logits = torch.tensor([[5.0, 1.0, 0.5, -1.0], [5.0, 1.0, 0.5, -1.0]])
+    only = torch.tensor([False, False, True, True])
+    params = [SamplingParams(temperature=0), SamplingParams(temperature=1.0, seed=1)]
+    gens = [None, torch.Generator().manual_seed(1)]
+    for _ in range(20):
+        tokens = sample(logits, params, gens, [None, None], [(), ()], None, [only, only])
+        assert tokens[0] == 2 and tokens[1] in (2, 3)
+    assert sample(logits, params[:1], gens[:1], [None], [()], None, [None]) == [0]
+
+
+@pytest.mark.real_model
+def test_constrained_rows_beside_a_free_one(real_model: Any) -> None:
+    engine = Engine(real_model.model, real_model.tokenizer, max_slots=8)
+
+    def ids(text: str) -> list[int]:
+        return encode_chat(real_model.tokenizer, [{"role": "user", "content": text}])
+
+    free = SamplingParams(max_tokens=40, temperature=0)
+    asks = [
+        (ids("Give a date."), Constraint("regex", r"20[0-9]{2}-[01][0-9]-[0-3][0-9]")),
+        (ids("Describe a city as JSON."), Constraint("json_schema", json.dumps(SCHEMA))),
+        (ids("Is the sea salty?"), Constraint("lark", LARK)),
+        (ids("Greet me in Thai with a number."), Constraint("gbnf", GBNF)),
+        (ids("Write one sentence about rain."), None),
+    ]
+    params = [
+        SamplingParams(max_tokens=120, temperature=0.8, seed=n, constraint=c)
+        if c is not None
+        else free
+        for n, (_, c) in enumerate(asks)
+    ]
+    done = engine.generate([p for p, _ in asks], params)
+    date, city, answer, greeting, sentence = (d.text for d in done)
+    assert re.fullmatch(r"20[0-9]{2}-[01][0-9]-[0-3][0-9]", date), date
+    value = json.loads(city)
+    assert set(value) == {"city", "population", "tags"} and isinstance(value["population"], int)
+    assert len(value["city"]) <= 30 and set(value["tags"]) <= {"海", "山", "😀"}
+    assert answer in ("Answer: yes.", "Answer: no."), answer
+    assert re.fullmatch(r"สวัสดี [0-9]{2}", greeting), greeting
+    assert all(d.finish_reason == "stop" for d in done[:4])
+    (alone,) = engine.generate([asks[4][0]], [free])
+    assert sentence == alone.text  # the free row samples as it does without neighbours
+
+
+@pytest.mark.real_model
+def test_a_bad_grammar_names_the_problem(real_model: Any) -> None:
+    engine = Engine(real_model.model, real_model.tokenizer, max_slots=2)
+    prompt = encode_chat(real_model.tokenizer, [{"role": "user", "content": "hi"}])
+    with pytest.raises(InvalidParam, match="bad regex") as info:
+        engine.add_request(prompt, SamplingParams(constraint=Constraint("regex", "(")))
+    assert info.value.param == "constraint"
+    with pytest.raises(InvalidParam, match="a constraint is one of"):
+        Constraint("xml", "<a/>")

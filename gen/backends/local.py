@@ -123,6 +123,12 @@ class LocalBackend(ChatTokens):
     ) -> LocalStream:
         return await self.generate(self.encode(messages, continue_final), params, hold=hold)
 
+    def check(self, params: SamplingParams) -> None:
+        """Refuse what the engine would refuse (a bad grammar: InvalidParam), before any
+        answer has started."""
+        if params.constraint is not None:
+            self.engine.grammars.state(params.constraint)
+
     async def generate(
         self, prompt_ids: list[int], params: SamplingParams, *, hold: bool = False
     ) -> LocalStream:

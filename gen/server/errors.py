@@ -68,7 +68,6 @@ def from_validation(exc: ValidationError) -> APIError:
 
 _NOTES = {
     "n": " (gen serve answers with one choice)",
-    "response_format.type": " (structured output is not built yet)",
 }
 
 

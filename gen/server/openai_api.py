@@ -8,11 +8,12 @@ vLLM does; a known field with a value gen cannot honour is a 400.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gen.sampling import SamplingParams, build_sampling_params
+from gen.sampling import Constraint, InvalidParam, SamplingParams, build_sampling_params
 
 MAX_TOP_LOGPROBS = 5
 SEED_LIMIT = 2**63  # a seed is a torch.Generator's: in [0, 2**63)
@@ -46,14 +47,64 @@ class ChatMessage(_Request):
         return "".join(part.text for part in self.content)
 
 
+class JsonSchemaFormat(_Request):
+    name: str | None = None
+    schema_: dict[str, Any] = Field(alias="schema")
+    strict: bool | None = None
+    description: str | None = None
+
+
 class ResponseFormat(_Request):
-    type: Literal["text"] = Field(description="only plain text: structured output is not built yet")
+    """OpenAI's: plain text, any JSON object, or JSON valid against a schema."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+    def constraint(self) -> Constraint | None:
+        if self.type == "json_object":
+            return Constraint("json_schema", '{"type": "object"}')
+        if self.type == "json_schema":
+            if self.json_schema is None:
+                raise InvalidParam(
+                    "response_format.json_schema", "type json_schema needs a json_schema"
+                )
+            return Constraint("json_schema", json.dumps(self.json_schema.schema_))
+        return None
+
+
+class StructuredOutputs(_Request):
+    """vLLM's: a JSON schema, a regex, a grammar (GBNF when it has `::=`, else Lark), or a
+    choice among strings."""
+
+    json_: dict[str, Any] | str | None = Field(default=None, alias="json")
+    regex: str | None = None
+    grammar: str | None = None
+    choice: list[str] | None = None
+
+    def constraint(self) -> Constraint | None:
+        given = [n for n in ("json_", "regex", "grammar", "choice") if getattr(self, n) is not None]
+        if len(given) > 1:
+            raise InvalidParam("structured_outputs", "give one of json, regex, grammar, choice")
+        if self.json_ is not None:
+            text = self.json_ if isinstance(self.json_, str) else json.dumps(self.json_)
+            return Constraint("json_schema", text)
+        if self.regex is not None:
+            return Constraint("regex", self.regex)
+        if self.grammar is not None:
+            return Constraint("gbnf" if "::=" in self.grammar else "lark", self.grammar)
+        if self.choice is not None:
+            if not self.choice:
+                raise InvalidParam("structured_outputs.choice", "choice needs a string")
+            options = " | ".join(json.dumps(c, ensure_ascii=False) for c in self.choice)
+            return Constraint("lark", f"start: {options}")
+        return None
 
 
 class _Sampling(_Request):
     """What chat and text completions share."""
 
     model: str
+    structured_outputs: StructuredOutputs | None = None
     max_tokens: Annotated[int, Field(ge=1)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
@@ -109,7 +160,23 @@ class _Sampling(_Request):
             top_k=max(self.top_k or 0, 0),
             stop=[self.stop] if isinstance(self.stop, str) else self.stop,
             logprobs=logprobs,
+            constraint=self.constraint(),
         )
+
+    def constraint(self) -> Constraint | None:
+        """What the output must follow: response_format (chat) or vLLM's structured_outputs."""
+        fmt = getattr(self, "response_format", None)
+        found = [
+            c
+            for c in (
+                fmt.constraint() if fmt is not None else None,
+                self.structured_outputs.constraint() if self.structured_outputs else None,
+            )
+            if c is not None
+        ]
+        if len(found) > 1:
+            raise InvalidParam("structured_outputs", "give response_format or structured_outputs")
+        return found[0] if found else None
 
 
 class ChatCompletionRequest(_Sampling):

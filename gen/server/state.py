@@ -65,6 +65,7 @@ class ServerState:
 
     async def start(self, ids: list[int], params: SamplingParams, user: str | None) -> Generation:
         """Admit a request (or answer 429) and submit it to the engine."""
+        self.backend.check(params)  # a bad grammar is a 400 now, not an error mid-stream
         self.admission.enter()
         try:
             stream = await self.backend.generate(ids, params)

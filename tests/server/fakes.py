@@ -71,6 +71,9 @@ class FakeServed:
     def encode_text(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
 
+    def check(self, params: SamplingParams) -> None:
+        pass  # it follows no constraint
+
     def token_bytes(self, token_id: int) -> bytes:
         return bytes([token_id])
 

@@ -126,7 +126,9 @@ def test_the_request_becomes_the_engine_settings() -> None:
         (chat(logit_bias={"word": 1}), "logit_bias"),
         (chat(no_repeat_ngram_size=1), "no_repeat_ngram_size"),
         (chat(min_tokens=9, max_tokens=3), "min_tokens"),
-        (chat(response_format={"type": "json_object"}), "response_format.type"),
+        (chat(response_format={"type": "xml"}), "response_format.type"),
+        (chat(response_format={"type": "json_schema"}), "response_format.json_schema"),
+        (chat(structured_outputs={"regex": "a", "choice": ["a"]}), "structured_outputs"),
         (chat(continue_final_message=True), "continue_final_message"),
         (
             chat(

@@ -164,3 +164,39 @@ def test_errors_are_openai_errors(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as long:
         chat(client, messages=[{"role": "user", "content": "word " * 9000}])
     assert "8192" in long.value.message and long.value.code == "context_length_exceeded"
+
+
+CITY = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 24}, "rain": {"type": "boolean"}},
+    "required": ["city", "rain"],
+    "additionalProperties": False,
+}
+
+
+def test_structured_output_by_response_format_and_by_vllms_names(client: openai.OpenAI) -> None:
+    import json
+    import re
+
+    messages = [{"role": "user", "content": "A city in Thailand 🇹🇭 and whether it rains, as JSON."}]
+    fmt = {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY}}
+    r = chat(client, messages=messages, temperature=0.7, seed=2, response_format=fmt)
+    value = json.loads(r.choices[0].message.content)
+    assert set(value) == {"city", "rain"} and isinstance(value["rain"], bool)
+    assert r.choices[0].finish_reason == "stop"
+
+    streamed = chat(
+        client, messages=messages, temperature=0.7, seed=2, response_format=fmt, stream=True
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+    assert text == r.choices[0].message.content  # streamed or not, the same constrained text
+
+    regex = r"[0-9]{2}:[0-5][0-9]"
+    r = chat(client, max_tokens=20, extra_body={"structured_outputs": {"regex": regex}})
+    assert re.fullmatch(regex, r.choices[0].message.content)
+    r = chat(client, extra_body={"structured_outputs": {"choice": ["是", "否"]}})
+    assert r.choices[0].message.content in ("是", "否")
+
+    with pytest.raises(openai.BadRequestError) as info:
+        chat(client, stream=True, extra_body={"structured_outputs": {"regex": "("}})
+    assert info.value.status_code == 400 and "bad regex" in str(info.value)

@@ -25,6 +25,7 @@ from gen.server.run_store import (
     ACTIVE,
     RunRequest,
     all_runs,
+    end_run,
     read_manifest,
     write_request,
 )
@@ -204,22 +205,10 @@ class RunManager:
         """A run that ended before its orchestrator did: its manifest and a last event."""
         if run.prepared is not None:
             run.prepared.events.close()
-        manifest = {**read_manifest(run.run_dir), "status": status}
         if run.stopping:
-            manifest |= {"interrupted": True, "error": STOPPED}
-        elif message:
-            manifest["error"] = message
-        run.run_dir.write_manifest(manifest)
-        try:
-            events = EventLog(run.run_id, run.run_dir.events_path)
-        except (RunBusy, OSError):
-            return  # another writer has it (or it cannot be written): the manifest says it
-        try:
-            if message:
-                events.emit("error", message=message)
-            events.emit("run_finished", status=status, metrics={}, document=None)
-        finally:
-            events.close()
+            end_run(run.run_dir, status, message, interrupted=True, error=STOPPED)
+        else:
+            end_run(run.run_dir, status, message, **({"error": message} if message else {}))
 
     # -- cancel, resume, stop --------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gen.pipeline.run.events import EventLog, RunBusy, is_live, last_seq, open_regular
+from gen.pipeline.run.events import EventLog, RunBusy, is_live, open_regular
 from gen.pipeline.run.rundir import RunDir, atomic_write
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -133,18 +133,25 @@ def settle_dead_run(run: RunDir, manifest: dict[str, Any]) -> bool:
         return False  # not an event log: nothing gen wrote, nothing to settle
     if events.is_file() and time.time() - events.stat().st_mtime < SETTLE_AFTER_SECONDS:
         return False
+    message = "the process writing this run stopped before it finished"
+    return end_run(run, "failed", message, error=message, interrupted=True)
+
+
+def end_run(run: RunDir, status: str, message: str | None = None, **fields: Any) -> bool:
+    """Record that a run ended without its orchestrator saying so: `status` and `fields`
+    into its manifest, then an `error` event (with a message) and `run_finished`, so that
+    its watchers end. False, touching nothing, when another process writes the run."""
     try:
-        log = EventLog(run.run_id, events, start_seq=last_seq(events))
-    except RunBusy:
-        return False  # a writer took it just now
+        log = EventLog(run.run_id, run.events_path)
+    except (RunBusy, OSError):
+        return False  # a writer took it just now (or it cannot be written)
     try:
-        message = "the process writing this run stopped before it finished"
-        manifest = {**manifest, "status": "failed", "error": message, "interrupted": True}
+        manifest = {**read_manifest(run), "status": status, **fields}
         run.write_manifest(manifest)
-        log.emit("error", message=message)
-        log.emit(
-            "run_finished", status="failed", metrics=manifest.get("metrics", {}), document=None
-        )
+        if message:
+            log.emit("error", message=message)
+        metrics = manifest.get("metrics") or {}
+        log.emit("run_finished", status=status, metrics=metrics, document=None)
     finally:
         log.close()
     return True

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.backends.base import Backend
-from gen.pipeline.run.events import EventLog, Subscriber, last_seq
+from gen.pipeline.run.events import EventLog, Subscriber
 from gen.pipeline.run.orchestrator import Orchestrator, preflight
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.section import RunContext
@@ -79,7 +79,7 @@ def prepare_run(
     elif resume:
         run_dir.remove_temp_files()
         previous = run_dir.read_manifest()
-    events = EventLog(run_dir.run_id, run_dir.events_path, start_seq=last_seq(run_dir.events_path))
+    events = EventLog(run_dir.run_id, run_dir.events_path)  # its seq goes on from the file's
     for fn in subscribers:
         events.subscribe(fn)
     ctx.events = events

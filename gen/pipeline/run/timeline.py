@@ -5,7 +5,6 @@ place that reads events.jsonl and writes timeline.svg next to it."""
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from gen.pipeline.run.events import read_events
 from gen.pipeline.run.rundir import atomic_write
 
 WIDTH, LABEL_W, RIGHT, TOP, ROW, BAR = 900, 200, 24, 40, 24, 16
@@ -246,14 +246,5 @@ def _duration(seconds: float) -> str:
 
 def write_timeline(run_path: Path) -> None:
     """run_path/timeline.svg from run_path/events.jsonl; a torn last line does not count."""
-    path = run_path / "events.jsonl"
-    raw = path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
-    events: list[dict[str, Any]] = []
-    for line in raw.split("\n")[:-1]:  # the piece after the last newline is still being written
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
+    events = read_events(run_path / "events.jsonl")
     atomic_write(run_path / "timeline.svg", timeline_svg(events))

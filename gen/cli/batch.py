@@ -145,13 +145,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 async def _execute(batch: Batch, canceller: Canceller) -> list[RecordResult]:
-    async def work() -> dict[str, Any]:
-        return {"results": await batch.run()}
-
     try:
-        outcome = await canceller.run(work())
-        results: list[RecordResult] = outcome["results"]
-        return results
+        return await canceller.run(batch.run())
     finally:
         if batch.backend is not None:
             await batch.backend.aclose()

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gen.cli.common import stdout_closed
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from gen.pipeline.run.events import Event, Subscriber
@@ -26,7 +28,7 @@ class Stopped(Exception):
 
 class Canceller:
     def __init__(self) -> None:
-        self.task: asyncio.Future[dict[str, Any]] | None = None
+        self.task: asyncio.Future[Any] | None = None
         self.stop: Stopped | None = None
 
     def cancel(self, how: str, code: int) -> None:
@@ -46,7 +48,7 @@ class Canceller:
 
         return guarded
 
-    async def run(self, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    async def run(self, work: Awaitable[T]) -> T:
         """Await the run; raises Stopped when SIGTERM or a guarded subscriber cancelled it."""
         self.task = asyncio.ensure_future(work)
         loop = asyncio.get_running_loop()

@@ -46,18 +46,20 @@ class GrammarState:
     """One sequence's place in its grammar."""
 
     def __init__(self, matcher: Any, vocab: int) -> None:
+        import llguidance.torch
+
         self.matcher = matcher
         self.vocab = vocab
+        self.bitmask = llguidance.torch.allocate_token_bitmask(1, vocab)  # refilled each step
+        self.shifts = torch.arange(32, dtype=torch.int32)
 
     def allowed(self, width: int) -> torch.Tensor:
         """(width,) bool: the tokens the grammar allows next (ids past its vocab: none)."""
         import llguidance.torch
 
-        bitmask = llguidance.torch.allocate_token_bitmask(1, self.vocab)
-        llguidance.torch.fill_next_token_bitmask(self.matcher, bitmask, 0)
-        bits = bitmask[0].view(torch.int32)
-        shifts = torch.arange(32, dtype=torch.int32)
-        mask = ((bits.unsqueeze(-1) >> shifts) & 1).bool().flatten()[: self.vocab]  # (vocab,)
+        llguidance.torch.fill_next_token_bitmask(self.matcher, self.bitmask, 0)
+        bits = self.bitmask[0].view(torch.int32)
+        mask = ((bits.unsqueeze(-1) >> self.shifts) & 1).bool().flatten()[: self.vocab]  # (vocab,)
         out = torch.zeros(width, dtype=torch.bool)
         n = min(width, self.vocab)
         out[:n] = mask[:n]

@@ -119,7 +119,8 @@ class Batch:
         return [
             r
             for r in self.records
-            if r.key in hashes and not self._finished_before(self.folder / r.key, hashes[r.key])
+            if r.key in hashes
+            and self._finished_manifest(self.folder / r.key, hashes[r.key]) is None
         ]
 
     def _checked(self) -> tuple[dict[str, str], dict[str, str]]:
@@ -161,11 +162,16 @@ class Batch:
         path = self.folder / record.key
         result.run_dir = str(path)
         try:
-            pipeline = self.load(record)
-            fields_hash = record_hash(record.fields, pipeline)
-            if self._finished_before(path, fields_hash):
-                self._take_finished(result, path)
+            fields_hash = self._checked()[1].get(record.key)  # None: it cannot load
+            finished = self._finished_manifest(path, fields_hash) if fields_hash else None
+            if finished is not None:
+                self._from_manifest(result, finished)
+                result.reused = True
+                if self.on_record is not None:
+                    self.on_record(result)
                 return
+            pipeline = self.load(record)  # (a record with a problem fails here, named)
+            fields_hash = fields_hash or record_hash(record.fields, pipeline)
             if self.backend is None:
                 raise GenError("the batch has no backend to generate with")
             result.status = "running"
@@ -196,26 +202,21 @@ class Batch:
         if self.on_event is not None:
             self.on_event(result, event)
 
-    def _finished_before(self, path: Path, fields_hash: str) -> bool:
+    def _finished_manifest(self, path: Path, fields_hash: str) -> dict[str, Any] | None:
+        """The manifest of a record's run that completed from these fields, else None."""
         try:
             manifest = json.loads((path / "manifest.json").read_text("utf-8"))
             saved = json.loads((path / "record.json").read_text("utf-8"))
         except (OSError, ValueError):
-            return False
-        return (
+            return None
+        finished = (
             isinstance(manifest, dict)
             and manifest.get("status") == "completed"
             and isinstance(saved, dict)
             and saved.get("hash") == fields_hash
             and (path / "document.md").is_file()
         )
-
-    def _take_finished(self, result: RecordResult, path: Path) -> None:
-        manifest = json.loads((path / "manifest.json").read_text("utf-8"))
-        self._from_manifest(result, manifest)
-        result.reused = True
-        if self.on_record is not None:
-            self.on_record(result)
+        return manifest if finished else None
 
     def _from_manifest(self, result: RecordResult, manifest: dict[str, Any]) -> None:
         sections = manifest.get("sections", [])

@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
+PDF_DEBS := libpango-1.0-0 libpangoft2-1.0-0 poppler-utils fonts-noto-cjk fonts-tlwg-garuda-otf \
+	fonts-noto-color-emoji
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test check lint bench install test-peers
@@ -23,6 +25,10 @@ $(STAMP): pyproject.toml Makefile
 	# the dashboard tests' browser: Debian's chromium, driven by Playwright (no browser download)
 	test -x $(CHROMIUM) || $(SUDO) apt-get install -y -qq --no-install-recommends chromium \
 		|| ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends chromium)
+	# gen export --to pdf: WeasyPrint's Pango, fonts for Chinese, Thai and emoji; poppler's
+	# pdfinfo/pdftotext/pdftoppm for the export tests
+	dpkg -s $(PDF_DEBS) >/dev/null 2>&1 || $(SUDO) apt-get install -y -qq --no-install-recommends $(PDF_DEBS) \
+		|| ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $(PDF_DEBS))
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -15,6 +15,7 @@ EPILOG = """examples:
   gen run pipelines/tech-report.yaml --set topic="The printing press"
   gen validate pipelines/zh-article.yaml
   gen batch pipelines/quickstart.yaml --inputs topics.csv
+  gen export outputs/quickstart/RUN_ID --to html,docx,pdf
   gen generate "Translate to Chinese: Good morning." --temperature 0
   gen models prepare smollm2-135m
   gen serve --port 8000
@@ -22,7 +23,7 @@ EPILOG = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gen.cli import batch, bench, generate, models, pipeline, serve
+    from gen.cli import batch, bench, export, generate, models, pipeline, serve
 
     p = argparse.ArgumentParser(
         prog="gen",
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (pipeline, batch, generate, serve, models, bench):
+    for module in (pipeline, batch, export, generate, serve, models, bench):
         module.add_command(sub)
     return p
 

@@ -37,10 +37,12 @@ CONSTRAINT_KINDS = ("json_schema", "regex", "lark", "gbnf")
 @dataclass(frozen=True, slots=True)
 class Constraint:
     """Output the engine enforces token by token: a JSON schema (as JSON text), a regular
-    expression, or a grammar in Lark or GBNF."""
+    expression, or a grammar in Lark or GBNF. `prefix`: output already written under it (a
+    round that goes on after its text was cut back) that the grammar reads first."""
 
     kind: str
     text: str
+    prefix: str = ""
 
     def __post_init__(self) -> None:
         _check(

@@ -86,6 +86,7 @@ def env_bytes(name: str) -> int | None:
 class LocalBackend(ChatTokens):
     name = "local"
     supports_kv = True
+    supports_grammar = True
 
     def __init__(
         self, loaded: LoadedModel, max_slots: int = 16, max_model_len: int | None = None

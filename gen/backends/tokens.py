@@ -94,6 +94,7 @@ class LocalPlanBackend(ChatTokens, _Plan):
 
     name = "local"
     supports_kv = True  # what the engine could do: the plan's strategy
+    supports_grammar = True
 
     def __init__(self, model: str, context_window: int, tokenizer: Any, dtype: str) -> None:
         self.model = model
@@ -117,6 +118,7 @@ class RemotePlanBackend(_Plan):
 
     name = "openai"
     supports_kv = False
+    supports_grammar = False
     dtype: str | None = None
 
     def __init__(self, model: str, context_window: int) -> None:

@@ -179,6 +179,18 @@ class Progress:
                 file=self.out,
                 flush=True,
             )
+            coherence = []
+            if m.get("overlap_max") is not None:
+                coherence.append(f"overlap between sections at most {m['overlap_max']:.0%}")
+            if m.get("outline_followed") is not None:
+                if m["outline_followed"]:
+                    coherence.append("every outline item a heading, in order")
+                for title in m.get("outline_missing", []):
+                    coherence.append(f"no heading for outline item {title!r}")
+                for title in m.get("headings_repeated", []):
+                    coherence.append(f"heading {title!r} appears twice")
+            if coherence:
+                print("  " + "; ".join(coherence), file=self.out, flush=True)
 
 
 def json_lines(stream: IO[str]) -> Callable[[dict[str, Any]], None]:

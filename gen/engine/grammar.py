@@ -39,7 +39,16 @@ class Grammars:
         error = llguidance.LLMatcher.validate_grammar(grammar, self._ll)
         if error:
             raise InvalidParam("constraint", f"bad {constraint.kind}: {error}")
-        return GrammarState(llguidance.LLMatcher(self._ll, grammar), self.vocab)
+        matcher = llguidance.LLMatcher(self._ll, grammar)
+        if constraint.prefix:
+            ids = self.tokenizer.encode(constraint.prefix, add_special_tokens=False)
+            if matcher.consume_tokens(ids) is False or matcher.is_error():
+                raise InvalidParam(
+                    "constraint",
+                    f"the text already written does not follow the {constraint.kind}: "
+                    f"{matcher.get_error()}",
+                )
+        return GrammarState(matcher, self.vocab)
 
 
 class GrammarState:
@@ -58,6 +67,8 @@ class GrammarState:
         import llguidance.torch
 
         llguidance.torch.fill_next_token_bitmask(self.matcher, self.bitmask, 0)
+        if self.matcher.is_error():  # (a grammar too costly to lex, say): no token is allowed
+            raise RuntimeError(f"the grammar failed: {self.matcher.get_error()}")
         bits = self.bitmask[0].view(torch.int32)
         mask = ((bits.unsqueeze(-1) >> self.shifts) & 1).bool().flatten()[: self.vocab]  # (vocab,)
         out = torch.zeros(width, dtype=torch.bool)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from typing import Any
+
+from gen.errors import GenError
 
 _MARKED = re.compile(
     r"^(?P<indent>\s*)(?:\d+[.)、]\s*|[-*•+]\s+|[一二三四五六七八九十]+[、.]\s*|\(\d+\)\s*)"
@@ -23,14 +27,46 @@ def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
         items = [m.group("item") for m in marked if len(m.group("indent").expandtabs()) == top]
     else:
         items = [line.strip() for line in text.splitlines() if line.strip()]
-    skip = {_singular(title_key(e)) for e in exclude}
-    out: dict[str, str] = {}
-    for item in map(_clean, items):
-        key = _singular(title_key(item))
-        excluded = any(_twins(key, e) or key.startswith(e + " ") for e in skip)
-        if item and not excluded and not any(_twins(key, seen) for seen in out):
+    return _distinct([item for item in map(_clean, items) if item], exclude)
+
+
+def parse_json_items(text: str, exclude: Sequence[str] = ()) -> list[Any]:
+    """`parse: json`: the items of the JSON array in `text` (or of the one array an object
+    holds), each a title or an object with a `title`; repeats and excluded titles left out."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise GenError(f"parse: json: the output is not JSON ({exc}): {text[:80]!r}") from None
+    if isinstance(value, dict):
+        arrays = [v for v in value.values() if isinstance(v, list)]
+        value = arrays[0] if len(arrays) == 1 else value
+    if not isinstance(value, list):
+        raise GenError(f"parse: json: the output is not a list of items: {text[:80]!r}")
+    return _distinct([v for v in value if item_title(v)], exclude)
+
+
+def item_title(item: Any) -> str:
+    """A fan-out item's title: the item itself, or an object's `title` (or `name`)."""
+    if isinstance(item, dict):
+        item = item.get("title", item.get("name", ""))
+    return str(item).strip() if isinstance(item, str | int | float) else ""
+
+
+def _distinct(items: list[Any], exclude: Sequence[str]) -> list[Any]:
+    skip = {singular(title_key(e)) for e in exclude}
+    out: dict[str, Any] = {}
+    for item in items:
+        key = singular(title_key(item_title(item)))
+        excluded = any(is_twin(key, e) or key.startswith(e + " ") for e in skip)
+        if key and not excluded and not any(is_twin(key, seen) for seen in out):
             out[key] = item
     return list(out.values())
+
+
+def line_item(line: str) -> str | None:
+    """The item of one list line ("2. Title", "- Title"), cleaned; None for other lines."""
+    match = _MARKED.match(line)
+    return _clean(match.group("item")) if match else None
 
 
 def title_key(title: str) -> str:
@@ -38,13 +74,23 @@ def title_key(title: str) -> str:
     return re.sub(r"[\W_]+", " ", title.lower()).strip()
 
 
-def _singular(key: str) -> str:
-    """ "building lighthouses" and "building lighthouse" as one item."""
-    return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-                    for w in key.split())  # fmt: skip
+def singular(key: str) -> str:
+    """ "building lighthouses" and "building lighthouse" as one item (and "processes" and
+    "process")."""
+    return " ".join(map(_singular_word, key.split()))
 
 
-def _twins(a: str, b: str) -> bool:
+def _singular_word(word: str) -> str:
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return word
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("ies"):  # "batteries" and "battery"
+        return word[:-3] + "y"
+    return word[:-1]
+
+
+def is_twin(a: str, b: str) -> bool:
     """The same title but for one word written two ways ("building lighthouse" and
     "building lighthair"); "lighthouses in europe" and "lighthouses in asia" differ."""
     if a == b:

@@ -86,8 +86,9 @@ def _check_foreach(
             raise fail(smap, where, f"unknown section id {name!r}{did_you_mean(name, ids)}")
         if name == section.id:
             raise fail(smap, where, "a section cannot fan out over itself")
-        if pipeline.section(name).parse != "list":
-            raise fail(smap, where, f"section {name!r} has no `parse: list`, so it has no items")
+        if pipeline.section(name).parse == "text":
+            message = f"section {name!r} has no `parse: list` (or json), so it has no items"
+            raise fail(smap, where, message)
         need(name, where)
         return
     names = list(pipeline.inputs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gen.pipeline.listparse import item_title
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.templates import TemplateSet
 from gen.pipeline.variables import SectionResult, context_ids, document_variables
@@ -97,16 +98,18 @@ def render_system(pipeline: Pipeline, section: Section, variables: dict[str, Any
 
 
 def render_title(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> str:
-    """`title:` rendered; else the fan-out item (when a string); else the id, humanised."""
+    """`title:` rendered; else the fan-out item's title (the item, or an object's `title`);
+    else the id, humanised."""
     if section.title is not None:
         return _templates(pipeline).render(_path(pipeline, section, "title"), variables).strip()
-    item = variables.get("item")
-    if section.foreach and isinstance(item, str):
-        return item
+    title = item_title(variables.get("item")) if section.foreach else ""
+    if title:
+        return title
     return section.id.replace("_", " ").strip().capitalize()
 
 
 LENGTH_FIELDS = ("target_words", "min_words", "max_words")
+COUNT_FIELDS = (*LENGTH_FIELDS, "max_items", "min_items")  # numbers or templates
 
 
 def render_lengths(
@@ -114,21 +117,27 @@ def render_lengths(
 ) -> tuple[int | None, int | None, int | None]:
     """(target_words, min_words, max_words) of one instance: numbers as they are, templates
     rendered with its variables (a fan-out can give each part its own budget)."""
-    out: list[int | None] = []
-    for field in LENGTH_FIELDS:
-        value = getattr(section, field)
-        if isinstance(value, str):
-            path = _path(pipeline, section, field)
-            text = _templates(pipeline).render(path, variables).strip()
-            try:
-                value = int(float(text))
-            except ValueError:
-                value = 0
-            if value <= 0:
-                message = f"sections.{section.id}.{field}: must render a number > 0, got {text!r}"
-                raise _templates(pipeline).smap.error(path, message)
-        out.append(value)
-    return out[0], out[1], out[2]
+    target, least, most = (render_count(pipeline, section, f, variables) for f in LENGTH_FIELDS)
+    return target, least, most
+
+
+def render_count(
+    pipeline: Pipeline, section: Section, field: str, variables: dict[str, Any]
+) -> int | None:
+    """A count field (a length, `max_items`): a number as it is, a template rendered."""
+    value = getattr(section, field)
+    if not isinstance(value, str):
+        return value  # type: ignore[no-any-return]
+    path = _path(pipeline, section, field)
+    text = _templates(pipeline).render(path, variables).strip()
+    try:
+        number = int(float(text))
+    except ValueError:
+        number = 0
+    if number <= 0:
+        message = f"sections.{section.id}.{field}: must render a number > 0, got {text!r}"
+        raise _templates(pipeline).smap.error(path, message)
+    return number
 
 
 def document_title(pipeline: Pipeline) -> str:

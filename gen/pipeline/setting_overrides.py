@@ -9,13 +9,13 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gen.errors import ConfigError
-from gen.pipeline.render import LENGTH_FIELDS
+from gen.pipeline.render import COUNT_FIELDS
 from gen.pipeline.schema_errors import describe
 from gen.pipeline.spec import GENERATION_FIELDS, Pipeline
 from gen.pipeline.suggest import closest, did_you_mean
 from gen.pipeline.yaml_loader import load_yaml
 
-SECTION_KEYS = (*GENERATION_FIELDS, *LENGTH_FIELDS, "max_items")
+SECTION_KEYS = (*GENERATION_FIELDS, *COUNT_FIELDS)
 _SCOPES = ("defaults", "sections")
 _FORMS = "settings are defaults.<key> or sections.<id>.<key>; input names have no dot"
 

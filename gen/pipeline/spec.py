@@ -5,6 +5,7 @@ Cross-references (ids, dependencies, templates, variables) are checked in valida
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal
 
@@ -96,6 +97,37 @@ class RemoteSettings(_Strict):
     concurrency: PositiveInt = 16  # requests in flight per server
 
 
+class Format(_Strict):
+    """A section's `format:`: its output held, token by token, to a JSON schema, a regular
+    expression or a grammar (Lark, or GBNF: told apart by its `::=`)."""
+
+    json_schema: dict[str, Any] | str | None = None
+    regex: str | None = None
+    grammar: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Format:
+        given = [k for k in ("json_schema", "regex", "grammar") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give one of json_schema, regex, grammar; got {given or 'none'}")
+        if isinstance(self.json_schema, str):
+            try:
+                json.loads(self.json_schema)
+            except ValueError as exc:
+                raise ValueError(f"json_schema: not JSON: {exc}") from None
+        return self
+
+    def kind_and_text(self) -> tuple[str, str]:
+        """The constraint's kind (as gen.sampling.Constraint names it) and text."""
+        if self.json_schema is not None:
+            schema = self.json_schema
+            return "json_schema", schema if isinstance(schema, str) else json.dumps(schema)
+        if self.regex is not None:
+            return "regex", self.regex
+        grammar = self.grammar or ""
+        return ("gbnf" if "::=" in grammar else "lark"), grammar
+
+
 class ContextSettings(_Strict):
     """The context budget: the window (tokens) and what is kept free for the answer."""
 
@@ -123,9 +155,13 @@ class Section(_Strict):
     template: str | None = None  # a template file name
     depends_on: list[str] = Field(default_factory=list)
     foreach: str | None = None  # sections.<id>.items | inputs.<name>
-    parse: Literal["text", "list"] = "text"
-    max_items: PositiveInt | None = None  # parse: list keeps at most this many items
-    exclude: list[str] = Field(default_factory=list)  # parse: list drops items with these titles
+    parse: Literal["text", "list", "json"] = "text"
+    # parse: list / json: how many items (numbers or templates); the output is held to them
+    max_items: WordCount | None = None
+    min_items: WordCount | None = None  # default: max_items (exactly that many)
+    exclude: list[str] = Field(default_factory=list)  # titles the pipeline writes itself
+    # the output held to a schema, regex or grammar; "none": a list or JSON left free
+    format: Format | Literal["none"] | None = None
     context: list[str] = Field(default_factory=list)  # section ids, "previous", "all"
     hidden: bool | None = None  # left out of the default document; default: parse == list
     headings: HeadingMode = "demote"  # headings in the text: demote | strip | keep
@@ -163,7 +199,7 @@ class Section(_Strict):
 
     @property
     def in_document(self) -> bool:
-        return not (self.parse == "list" if self.hidden is None else self.hidden)
+        return not (self.parse != "text" if self.hidden is None else self.hidden)
 
     def foreach_target(self) -> tuple[Literal["sections", "inputs"], str] | None:
         """("sections", id) or ("inputs", name) for `foreach:`; None without one.

@@ -136,7 +136,7 @@ def _section_refs(ast: nodes.Template, scope: Scope, refs: list[str]) -> Iterato
             yield Finding(f"sections.{ref}: no section has id {ref!r}{tip}", node.lineno, ref)
         elif ref == scope.current:
             yield Finding(f"sections.{ref}: a section cannot read its own text", node.lineno, ref)
-        elif id(node) in items_of and scope.sections[ref] != "list":
+        elif id(node) in items_of and scope.sections[ref] == "text":
             yield Finding(
                 f"sections.{ref}.items: section {ref!r} has no `parse: list`, so no items",
                 node.lineno,

@@ -17,7 +17,7 @@ from gen.pipeline.references import (
     check_references,
     fail,
 )
-from gen.pipeline.render import DEFAULT_DOCUMENT, LENGTH_FIELDS, document_path
+from gen.pipeline.render import COUNT_FIELDS, DEFAULT_DOCUMENT, document_path
 from gen.pipeline.schema_errors import schema_error
 from gen.pipeline.setting_overrides import apply_settings, split_overrides
 from gen.pipeline.snippet import decode_source
@@ -146,7 +146,7 @@ def _compile_templates(
         templates.add_inline(("defaults", "system"), pipeline.defaults.system, scope)
     for i, section in enumerate(pipeline.sections):
         scope = prompt_scope(pipeline, section)
-        for field in ("title", "system", "prompt", "template", *LENGTH_FIELDS):
+        for field in ("title", "system", "prompt", "template", *COUNT_FIELDS):
             value = getattr(section, field)
             if value is None or isinstance(value, int):
                 continue

@@ -84,3 +84,22 @@ def test_a_bad_grammar_names_the_problem(real_model: Any) -> None:
     assert info.value.param == "constraint"
     with pytest.raises(InvalidParam, match="a constraint is one of"):
         Constraint("xml", "<a/>")
+
+
+@pytest.mark.real_model
+def test_a_constraint_goes_on_past_text_already_written(real_model: Any) -> None:
+    """A round that continues cut-back text: the grammar reads the prefix first, so the new
+    tokens complete it; a prefix the grammar refuses is an InvalidParam."""
+    engine = Engine(real_model.model, real_model.tokenizer, max_slots=2)
+    prompt = encode_chat(real_model.tokenizer, [{"role": "user", "content": "列出三种水果。"}])
+    grammar = 'start: "1. 苹果\\n2. " FRUIT "\\n3. " FRUIT "\\n"\nFRUIT: /[^\\n0-9]{1,8}/'
+    written = "1. 苹果\n2. "
+    params = SamplingParams(
+        max_tokens=60, temperature=0.9, seed=4, constraint=Constraint("lark", grammar, written)
+    )
+    (done,) = engine.generate([prompt], [params])
+    assert re.fullmatch(r"[^\n0-9]{1,8}\n3\. [^\n0-9]{1,8}\n", done.text), done.text
+    assert done.finish_reason == "stop"
+    bad = Constraint("lark", grammar, "1. 香蕉\n")
+    with pytest.raises(InvalidParam, match="does not follow"):
+        engine.add_request(prompt, SamplingParams(constraint=bad))

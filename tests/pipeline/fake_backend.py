@@ -112,6 +112,7 @@ class FakeStream:
 class FakeBackend:
     scripts: dict[str, list[Reply]] = field(default_factory=dict)
     supports_kv: bool = True
+    supports_grammar: bool = False
     context_window: int = 100_000
     chunk: int = 4  # characters per streamed delta
     name: str = "fake"

@@ -60,7 +60,10 @@ def test_parse_list_takes_a_plural_for_the_same_item() -> None:
 
     text = "1. Building lighthouses\n2. Building lighthouse\n3. 灯塔的建造\n4. Glass lenses\n"
     assert parse_list(text) == ["Building lighthouses", "灯塔的建造", "Glass lenses"]
-    assert parse_list("- Class\n- Glass\n- Glasses\n") == ["Class", "Glass", "Glasses"]  # -ss stays
+    assert parse_list("- Class\n- Glass\n- Gas\n") == ["Class", "Glass", "Gas"]  # -ss stays
+    # -es after s, x, ch, sh: "processes" is the plural of "process"
+    text = "- Water treatment process\n- Water treatment processes\n- Boxes\n- Box\n"
+    assert parse_list(text) == ["Water treatment process", "Boxes"]
 
 
 def test_parse_list_drops_a_twin_with_one_word_misspelt() -> None:

@@ -15,8 +15,9 @@ from typing import Any
 
 from gen import __version__
 from gen.errors import ContextOverflowError, GenError
-from gen.pipeline.listparse import parse_list
-from gen.pipeline.render import document_title, render_document, render_lengths, render_title
+from gen.pipeline.coherence import OutlineCheck, check_outline, section_overlap
+from gen.pipeline.listparse import item_title
+from gen.pipeline.render import render_document, render_lengths, render_title
 from gen.pipeline.run.budget import Fitted
 from gen.pipeline.run.events import EventLog, process_start
 from gen.pipeline.run.records import SectionRecord, run_metrics
@@ -39,7 +40,7 @@ def derive_seed(seed: int | None, key: str) -> int | None:
 def sibling_titles(items: list[Any], index: int) -> tuple[str, ...]:
     """The other items' titles, for fan-out instance `index` (1-based): a part ends where
     it starts one of them as a heading."""
-    titles = [str(item).strip() for i, item in enumerate(items, 1) if i != index]
+    titles = [item_title(item) for i, item in enumerate(items, 1) if i != index]
     return tuple(t for t in dict.fromkeys(titles) if t)
 
 
@@ -81,6 +82,7 @@ class Orchestrator:
         self.started = time.monotonic()
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._done: dict[str, asyncio.Future[bool]] = {}
+        self.outline: OutlineCheck | None = None  # the document against its outline
 
     # -- the run ------------------------------------------------------------------------
 
@@ -121,12 +123,38 @@ class Orchestrator:
         ) == len(self.pipeline.sections)
         if ok:
             try:
-                self.run_dir.write_document(render_document(self.pipeline, self.results))
+                document = render_document(self.pipeline, self.results)
+                self.run_dir.write_document(document)
             except GenError as exc:
                 self.events.emit("error", message=str(exc))
                 ok = False
+            else:
+                self._check_coherence(document)
         self.status = "completed" if ok else "failed"
         return self._finish()
+
+    def _check_coherence(self, document: str) -> None:
+        """Each section's overlap with the sections before it in the document, and the
+        document's headings against the outline a fan-out ran over."""
+        earlier: list[str] = []
+        for rec in self._ordered():
+            section = self.pipeline.section(rec.section)
+            if rec.status != "completed" or not section.in_document:
+                continue
+            rec.overlap = section_overlap(rec.text, earlier)
+            earlier.append(rec.text)
+        outlines = {
+            target[1]
+            for s in self.pipeline.sections
+            if s.in_document and (target := s.foreach_target()) and target[0] == "sections"
+        }
+        items = [
+            item_title(item)
+            for rec in self._ordered()
+            if rec.section in outlines
+            for item in rec.items
+        ]
+        self.outline = check_outline(document, items) if outlines else None
 
     def _finish(self) -> dict[str, Any]:
         manifest = self.manifest()
@@ -243,6 +271,7 @@ class Orchestrator:
                 "siblings": list(siblings),
                 "lengths": lengths,
                 "headings": section.headings,
+                "constraint": runner.describe_constraint(),
             }
             model = self.model
             if self.ctx.backend.dtype not in (None, "float32"):
@@ -264,10 +293,8 @@ class Orchestrator:
                 finally:
                     if runner.requests:
                         self.run_dir.write_prompts(key, runner.requests)
-                if section.parse == "list":
-                    # the document's title is one the pipeline writes itself, too
-                    exclude = [*section.exclude, document_title(self.pipeline)]
-                    rec.items = parse_list(rec.text, exclude)[: section.max_items]
+                if section.parse != "text":
+                    rec.items = runner.items()
                 self.run_dir.write_section(key, rec.text)
                 rec.status = "completed"
                 self.events.emit("section_finished", **self._summary(rec))
@@ -373,7 +400,7 @@ class Orchestrator:
                 s.id: pipeline.settings_for(s).model_dump(mode="json") for s in pipeline.sections
             },
             "sections": [r.to_json() for r in records],
-            "metrics": run_metrics(records, self.ctx.window, seconds),
+            "metrics": run_metrics(records, self.ctx.window, seconds, self.outline),
         }
 
     def _save(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gen.pipeline.coherence import OutlineCheck
+
 
 @dataclass(slots=True)
 class RoundRecord:
@@ -53,6 +55,7 @@ class SectionRecord:
     degenerate: bool = False  # it looped again after every retry; the loops were cut away
     distinct_4: float = 1.0
     repeated_sentences: float = 0.0  # the share of sentences that repeat an earlier one
+    overlap: float | None = None  # the share of its 5-grams earlier sections hold (run end)
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
 
     def to_json(self) -> dict[str, Any]:
@@ -69,6 +72,7 @@ class SectionRecord:
             "degenerate": self.degenerate,
             "distinct_4": round(self.distinct_4, 3),
             "repeated_sentences": round(self.repeated_sentences, 3),
+            "overlap": None if self.overlap is None else round(self.overlap, 3),
             "seed": self.seed,
             "rounds": [r.to_json() for r in self.rounds],
             "input_hash": self.input_hash,
@@ -101,6 +105,7 @@ class SectionRecord:
             degenerate=bool(data.get("degenerate", False)),
             distinct_4=float(data.get("distinct_4", 1.0)),
             repeated_sentences=float(data.get("repeated_sentences", 0.0)),
+            overlap=data.get("overlap"),
             ended_by=data.get("ended_by"),
         )
 
@@ -121,8 +126,15 @@ def continuation_success_rate(records: list[SectionRecord]) -> float | None:
     return round(done / len(needed), 3)
 
 
-def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> dict[str, Any]:
+def run_metrics(
+    records: list[SectionRecord],
+    window: int,
+    seconds: float,
+    outline: OutlineCheck | None = None,
+) -> dict[str, Any]:
+    """The run's figures; `outline`: the finished document checked against its outline."""
     done = [r for r in records if r.status == "completed"]
+    overlaps = [r.overlap for r in done if r.overlap is not None]
     rounds = [rd for r in records for rd in r.rounds]
     completion = sum(rd.completion_tokens for rd in rounds)
     generated = sum(rd.completion_tokens for r in records if not r.cached for rd in r.rounds)
@@ -143,6 +155,11 @@ def run_metrics(records: list[SectionRecord], window: int, seconds: float) -> di
         "distinct_4_min": round(min((r.distinct_4 for r in done), default=1.0), 3),
         "repeated_sentences_max": round(max((r.repeated_sentences for r in done), default=0.0), 3),
         "repetition_retries": sum(rd.stop_reason == "repetition" for rd in rounds),
+        # coherence, once the document is written: None before (or without an outline)
+        "overlap_max": round(max(overlaps), 3) if overlaps else None,
+        "outline_followed": None if outline is None else outline.followed,
+        "outline_missing": [] if outline is None else outline.missing,
+        "headings_repeated": [] if outline is None else outline.repeated,
         "server_retries": sum(rd.server_retries for rd in rounds),
         "seconds": round(seconds, 3),
         # the tokens this run generated: a resumed run's reused sections took no time here

@@ -10,8 +10,9 @@ from typing import Literal
 
 from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
 
-# (and "sibling": the section runner's own, for a fan-out part that began another's title)
-Kind = Literal["span", "sentence", "refrain", "collapse", "word", "restart", "sibling"]
+# (and the section runner's own: "sibling", for a fan-out part that began another's title;
+# "item", for a list item refused as a repeat)
+Kind = Literal["span", "sentence", "refrain", "collapse", "word", "restart", "sibling", "item"]
 DETAIL_CHARS = 60
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word

@@ -15,9 +15,10 @@ from typing import Any
 from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
-from gen.pipeline.listparse import title_key
+from gen.pipeline.listparse import parse_json_items, parse_list, title_key
+from gen.pipeline.outline import ItemGuard, Refusal, json_list_schema, list_grammar
 from gen.pipeline.quality import measure
-from gen.pipeline.render import render_prompt, render_system
+from gen.pipeline.render import document_title, render_count, render_prompt, render_system
 from gen.pipeline.run.budget import Fitted, fit_prompt
 from gen.pipeline.run.continuation import (
     CONTINUE_PROMPT,
@@ -32,7 +33,7 @@ from gen.pipeline.run.records import RoundRecord, SectionRecord
 from gen.pipeline.run.repetition import FUNCTION_WORDS, LoopDetector, Repetition
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
-from gen.sampling import SamplingParams, build_sampling_params
+from gen.sampling import Constraint, SamplingParams, build_sampling_params
 
 # text is shown once its sentence is complete (a loop found later can still be cut away)
 _RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")
@@ -57,6 +58,13 @@ EXTEND_MIN_TOKENS = 64
 # rounds cut off by max_tokens in a row that add no letter or digit end the section
 STALLED_ROUNDS = 2
 MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
+# a list item refused this many times in a row is then only refused as a repeat (or as a
+# title the pipeline writes itself); twice as many end the list with the items it has
+ITEM_RETRIES = 4
+# a refused item is sampled again at least this warm, warmer with each refusal up to a cap
+ITEM_TEMPERATURE, ITEM_WARMING, ITEM_HOTTEST = 0.5, 0.1, 0.7
+# the most items a list without `max_items` is held to
+MAX_LIST_ITEMS = 30
 
 
 @dataclass(slots=True)
@@ -82,10 +90,13 @@ def sampling(
     strength: int = 0,
     bias: tuple[tuple[int, float], ...] = (),
     least: int = 0,
+    constraint: Constraint | None = None,
+    warm: float = 0.0,
 ) -> SamplingParams:
     """The round's SamplingParams; the n-th retry after a loop samples with seed + n, and
-    with DRY 1.5**strength times stronger (strength: retries in a row without progress)."""
-    dry, temperature = settings.dry_multiplier, settings.temperature
+    with DRY 1.5**strength times stronger (strength: retries in a row without progress);
+    `warm`: the least temperature (a refused list item is sampled again)."""
+    dry, temperature = settings.dry_multiplier, max(settings.temperature, warm)
     if retry:
         seed = None if seed is None else seed + retry
     if strength:  # (a frequency penalty would soon ban "." and "the" from a long text)
@@ -101,6 +112,7 @@ def sampling(
         seed=seed,
         stop=(*settings.stop, *stop),
         min_tokens=min(max(settings.min_tokens, least), max_tokens),
+        constraint=constraint,
     )
 
 
@@ -155,6 +167,98 @@ class SectionRun:
         self._round_start = 0  # where the current round's text begins in self.text
         self._round_starts: list[tuple[int, int]] = []  # (where, round): who wrote the text
         self._detector = LoopDetector()
+        self._items = self._item_range()  # (min, max) items of a list or JSON outline
+        self._guard: ItemGuard | None = None  # a held list's check of each item
+        self._refused: list[str] = []  # items refused so far (the grammar bans them)
+        self._item_tries = 0  # refusals in a row without a new item between them
+        self._items_seen = 0  # items the guard had accepted at the last refusal
+
+    # -- constraints ----------------------------------------------------------------
+
+    def _item_range(self) -> tuple[int, int] | None:
+        section = self.section
+        if section.parse == "text":
+            return None
+        most = render_count(self.ctx.pipeline, section, "max_items", self.variables)
+        least = render_count(self.ctx.pipeline, section, "min_items", self.variables)
+        most = most or max(least or 1, MAX_LIST_ITEMS)
+        least = min(least or most, most)
+        return least, most
+
+    @property
+    def constrained(self) -> bool:
+        """Held to a schema, regex or grammar: a `format:`, or a list or JSON outline on a
+        backend that can hold it."""
+        fmt = self.section.format
+        if fmt == "none":
+            return False
+        return fmt is not None or (self._items is not None and self.ctx.backend.supports_grammar)
+
+    def _constraint(self) -> Constraint | None:
+        """What this round's output is held to; it reads the text already written first."""
+        if not self.constrained:
+            return None
+        fmt = self.section.format
+        if fmt is not None and fmt != "none":
+            kind, text = fmt.kind_and_text()
+            return Constraint(kind, text, self.text)
+        least, most = self._items or (1, MAX_LIST_ITEMS)
+        if self.section.parse == "json":
+            return Constraint("json_schema", json_list_schema(least, most), self.text)
+        if self._guard is None:
+            user = render_prompt(self.ctx.pipeline, self.section, self.variables)
+            self._guard = ItemGuard(user, self.exclude)
+        grammar = list_grammar(
+            least,
+            most,
+            exclude=self.exclude,
+            refused=self._refused,
+            fresh_from=len(self._guard.items) + 1,
+        )
+        return Constraint("lark", grammar, self.text)
+
+    def describe_constraint(self) -> dict[str, Any] | None:
+        """What the output is held to, for the resume hash."""
+        if not self.constrained:
+            return None
+        fmt = self.section.format
+        if fmt is not None and fmt != "none":
+            return fmt.model_dump(mode="json", exclude_none=True)
+        return {"parse": self.section.parse, "items": self._items, "exclude": self.exclude}
+
+    def items(self) -> list[Any]:
+        """A list or JSON section's items (at most `max_items`), repeats and the titles the
+        pipeline writes itself left out."""
+        most = self._items[1] if self._items else None
+        if self.section.parse == "json":
+            return parse_json_items(self.text, self.exclude)[:most]
+        return parse_list(self.text, self.exclude)[:most]
+
+    @property
+    def exclude(self) -> list[str]:
+        # the document's title is one the pipeline writes itself, too
+        return [*self.section.exclude, document_title(self.ctx.pipeline)]
+
+    def _item_warmth(self) -> float:
+        """The least temperature a refused list item is sampled again with."""
+        if not self._item_tries:
+            return 0.0
+        return min(ITEM_HOTTEST, ITEM_TEMPERATURE + ITEM_WARMING * (self._item_tries - 1))
+
+    def _refuse(self, refusal: Refusal) -> Repetition:
+        """A list item repeats an earlier one (or is one the pipeline writes itself): it is
+        cut away and sampled again, the grammar banning it from now on."""
+        accepted = len(self._guard.items) if self._guard else 0
+        if accepted > self._items_seen:
+            self._item_tries = 0  # items were accepted since the last refusal
+        self._items_seen = accepted
+        self._item_tries += 1
+        if self._guard is not None:
+            self._guard.lenient = self._item_tries >= ITEM_RETRIES
+        self._refused.append(refusal.title)
+        self.text = self.text[: max(len(self.text[: refusal.start].rstrip()), self.shown)]
+        detail = f"item {refusal.title!r} refused: {refusal.reason}"
+        return Repetition("item", refusal.start, len(self.text), detail)
 
     # -- prompt ---------------------------------------------------------------------
 
@@ -198,7 +302,14 @@ class SectionRun:
                 started = time.monotonic()
                 final, cut = await self._consume(stream, mode)
                 self.rec.rounds.append(self._round(final, fitted, mode, started, cut))
-                if isinstance(cut, Repetition):
+                if isinstance(cut, Repetition) and cut.kind == "item":
+                    await stream.close()
+                    if self._item_tries > 2 * ITEM_RETRIES:
+                        break  # stop: the list ends with the items it has
+                    self.retries += 1
+                    self._extra_rounds += 1
+                    mode = self._resend()
+                elif isinstance(cut, Repetition):
                     await stream.close()  # what it still holds is part of the loop
                     if count_words(self.text[self._retry_mark :]) >= RETRY_PROGRESS_WORDS:
                         self._stuck = 0  # the last retry went on soundly for a while
@@ -239,7 +350,7 @@ class SectionRun:
                             )
                             break
                         mode = self.strategy  # go on (past the target: to a boundary)
-                    elif finish == "stop" and self.policy.short(self.text):
+                    elif finish == "stop" and self.policy.short(self.text) and not self.constrained:
                         # short of its target: a model that can continue its own text
                         # writes on past its end after a paragraph break, its end of text
                         # held off a while; a chat server is asked for more
@@ -408,6 +519,8 @@ class SectionRun:
             strength=self._stuck,
             bias=self._bias(),
             least=EXTEND_MIN_TOKENS if self._extend else 0,
+            constraint=self._constraint(),
+            warm=self._item_warmth(),
         )
         self._params = params
         return await self.ctx.backend.chat(
@@ -466,7 +579,11 @@ class SectionRun:
         if not piece:
             return None
         self.text += piece
-        found = self._detector.feed(piece)
+        if self._guard is not None:  # a held list: its guard, not the loop detector
+            refusal = self._guard.feed(self.text)
+            if refusal is not None:
+                return self._refuse(refusal)
+        found = self._detector.feed(piece) if self._guard is None else None
         if found is not None:
             self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
             return found  # what is still held may be cut by the retry's own loop

@@ -4,8 +4,6 @@ file is written atomically, so a failed export leaves no partial file and docume
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -56,10 +54,7 @@ def export_document(run_dir: Path, formats: Sequence[str]) -> list[Path]:
     for fmt, data in rendered.items():
         path = run_dir / f"document.{fmt}"
         try:
-            if isinstance(data, str):
-                atomic_write(path, data)
-            else:
-                _atomic_write_bytes(path, data)
+            atomic_write(path, data)
         except OSError as exc:
             raise ExportError(f"{path}: cannot write it: {exc.strerror or exc}") from None
     return [source if fmt == "md" else run_dir / f"document.{fmt}" for fmt in wanted]
@@ -95,21 +90,3 @@ def _render(fmt: str, markdown: str, title: str) -> str | bytes:
         raise
     except Exception as exc:  # a renderer's own failure, told in one line
         raise ExportError(f"{fmt} export failed: {type(exc).__name__}: {exc}") from exc
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """rundir.atomic_write for bytes: a temp file named as that one names them (so
-    RunDir.remove_temp_files finds a killed export's), synced, then renamed over `path`."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

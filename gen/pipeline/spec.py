@@ -26,6 +26,7 @@ _FOREACH = re.compile(r"^\s*(?:sections\.(?P<section>\w+)\.items|inputs\.(?P<inp
 
 Continuation = Literal["kv", "prefix", "chat"]
 HeadingMode = Literal["demote", "strip", "keep"]
+ExportFormat = Literal["md", "html", "docx", "pdf"]
 
 
 def _as_list(value: Any) -> Any:
@@ -231,6 +232,8 @@ class DocumentSpec(_Strict):
     title: str | None = None  # a Jinja template; default: the pipeline name
     template: str | None = None  # a template file name
     inline: str | None = None  # an inline Jinja template
+    # written beside document.md when the run completes (gen export does it afterwards)
+    formats: list[ExportFormat] = Field(default_factory=lambda: list[ExportFormat](["md"]))
 
     @model_validator(mode="before")
     @classmethod

@@ -254,7 +254,7 @@ def test_a_failed_write_leaves_the_previous_file_and_no_partial_one(
     def disk_full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("gen.export.os.fsync", disk_full)  # after the bytes, before the rename
+    monkeypatch.setattr("gen.pipeline.run.rundir.os.fsync", disk_full)  # before the rename
     with pytest.raises(ExportError, match=r"document\.docx: cannot write it: No space left"):
         export_document(run, ["docx", "html"])
     assert (run / "document.docx").read_bytes() == before
@@ -320,3 +320,42 @@ def test_the_page_language_follows_the_text() -> None:
     assert guess_lang("Plain English text, 一.") == "en"
     page = markdown_html("# 标题\n\n正文。", "标题", toc=True)
     assert '<html lang="zh">' in page and "目录" not in page  # nothing to list under the title
+
+
+def test_a_pipeline_writes_its_formats_when_the_run_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`document: {formats: [...]}`: the run writes document.html/.docx beside
+    document.md and names them in the manifest; a failed format is an error event and the
+    run keeps its document."""
+    from tests.pipeline.fake_backend import FakeBackend, pipeline_from, read_events, run
+
+    yaml = """\
+name: t
+model: fake
+sections:
+  - id: body
+    prompt: "[body] Write."
+document:
+  title: 茶道 😀
+  formats: [md, html, docx]
+"""
+    backend = FakeBackend({"body": [("## 茶的历史\n\n茶在唐朝流行。", "stop")]})
+    manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
+    folder = prepared.run_dir.path
+    assert manifest["status"] == "completed"
+    assert manifest["exports"] == ["document.html", "document.docx"]
+    assert "茶的历史" in (folder / "document.html").read_text("utf-8")
+    assert (folder / "document.docx").stat().st_size > 0
+
+    bad = yaml.replace("[md, html, docx]", "[md, pdf]")
+
+    def broken(html: str) -> bytes:
+        raise ExportError("no PDF engine here")
+
+    monkeypatch.setattr("gen.export.pdf.pdf_bytes", broken)
+    manifest, prepared = run(pipeline_from(bad), FakeBackend(), tmp_path / "b")
+    assert manifest["status"] == "completed" and manifest["exports"] == []
+    assert (prepared.run_dir.path / "document.md").is_file()
+    events = read_events(prepared.run_dir.path / "events.jsonl")
+    assert any(e["type"] == "error" and "no PDF engine" in e["message"] for e in events)

@@ -15,6 +15,7 @@ from typing import Any
 
 from gen import __version__
 from gen.errors import ContextOverflowError, GenError
+from gen.export import ExportError, export_document
 from gen.pipeline.coherence import OutlineCheck, check_outline, section_overlap
 from gen.pipeline.listparse import item_title
 from gen.pipeline.render import render_document, render_lengths, render_title
@@ -83,6 +84,7 @@ class Orchestrator:
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._done: dict[str, asyncio.Future[bool]] = {}
         self.outline: OutlineCheck | None = None  # the document against its outline
+        self.exports: list[str] = []  # document.<ext> files written beside document.md
 
     # -- the run ------------------------------------------------------------------------
 
@@ -130,8 +132,22 @@ class Orchestrator:
                 ok = False
             else:
                 self._check_coherence(document)
+                self._export()
         self.status = "completed" if ok else "failed"
         return self._finish()
+
+    def _export(self) -> None:
+        """The document in the pipeline's other formats, beside document.md; one that fails
+        (a PDF engine missing, say) is an error event, and the run keeps its document."""
+        formats = [f for f in self.pipeline.document.formats if f != "md"]
+        if not formats:
+            return
+        try:
+            written = export_document(self.run_dir.path, formats)
+        except ExportError as exc:
+            self.events.emit("error", message=f"export: {exc}")
+            return
+        self.exports = [p.name for p in written]  # in the manifest
 
     def _check_coherence(self, document: str) -> None:
         """Each section's overlap with the sections before it in the document, and the
@@ -394,6 +410,7 @@ class Orchestrator:
             "document": document.name
             if document.is_file() and self.status == "completed"
             else None,
+            "exports": self.exports,
             "document_words": count_words(document.read_text("utf-8")) if document.is_file() else 0,
             "length_score": doc_score,
             "settings": {

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from gen.bench_constraint import constraint_cost
 from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
 from gen.engine.kv_cache import KVCache, common_prefix
@@ -123,6 +124,8 @@ def run_bench(
     round_tokens: int = 64,
     mixed_max: int = 256,
     served: bool = True,
+    constraint_tokens: int = 32,
+    constraint_runs: int = 2,
 ) -> dict[str, Any]:
     """Our engine in `dtype` against Hugging Face in float32, on the same weights; with
     `served`, the mixed batch again through a `gen serve` the bench starts. The sizes are
@@ -215,6 +218,10 @@ def run_bench(
         "requests": solo_n,
         "identical": sum(alone[i] == done[i].token_ids for i in range(solo_n)),
     }
+
+    # f) a row held to a JSON schema beside a free row, against free rows
+    progress(f"constraint: a JSON-schema row beside a free row, {constraint_tokens} tokens")
+    results["constraint"] = constraint_cost(loaded, engine, constraint_tokens, constraint_runs)
 
     # c) continuation: a first round and 4 continuation rounds of 64 tokens on a
     # ~600-token prompt, kv against re-sending the prompt and the history each round

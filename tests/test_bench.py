@@ -19,7 +19,13 @@ pytestmark = pytest.mark.real_model
 @pytest.fixture(scope="module")
 def figures() -> dict[str, Any]:
     return bench.run_bench(
-        single_tokens=12, mixed_requests=3, continuation_prompt=80, round_tokens=6, mixed_max=24
+        single_tokens=12,
+        mixed_requests=3,
+        continuation_prompt=80,
+        round_tokens=6,
+        mixed_max=24,
+        constraint_tokens=6,
+        constraint_runs=1,
     )
 
 
@@ -46,6 +52,25 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert h["seconds"] > 0 and h["overhead_ratio"] > 0
 
 
+CONSTRAINT_KEYS = {
+    "new_tokens", "runs", "alone_tokens_per_second", "free_pair_tokens_per_second",
+    "constrained_tokens_per_second", "beside_constrained_tokens_per_second",
+    "overhead_ms_per_token", "time_ratio_vs_free", "mask_ms_per_token", "schema_setup_ms",
+    "tokenizer_setup_seconds",
+}  # fmt: skip
+
+
+def test_the_bench_reports_what_a_constraint_costs_a_token(figures: dict[str, Any]) -> None:
+    k = figures["constraint"]
+    assert set(k) == CONSTRAINT_KEYS
+    assert (k["new_tokens"], k["runs"]) == (6, 1)
+    for key in CONSTRAINT_KEYS - {"new_tokens", "runs", "overhead_ms_per_token"}:
+        assert isinstance(k[key], float) and k[key] >= 0, key
+    assert k["constrained_tokens_per_second"] > 0 and k["free_pair_tokens_per_second"] > 0
+    # the overhead is a difference of two timings: a float, of either sign on a busy machine
+    assert isinstance(k["overhead_ms_per_token"], float)
+
+
 def test_the_cli_prints_json_and_a_table(
     figures: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -60,6 +85,8 @@ def test_the_cli_prints_json_and_a_table(
         assert key in printed["continuation"]
     for key in ("seconds", "in_process_seconds", "overhead_ratio"):
         assert key in printed["served"]
+    for key in ("constrained_tokens_per_second", "overhead_ms_per_token", "time_ratio_vs_free"):
+        assert key in printed["constraint"]
     assert "ttft_seconds" in printed and "peak_rss_mb" in printed
 
     assert main(["bench"]) == 0
@@ -70,3 +97,5 @@ def test_the_cli_prints_json_and_a_table(
     assert "batched = alone: 3 of 3 requests" in table
     assert "b') the same over HTTP: 3 streaming clients to gen serve" in table
     assert f"{figures['served']['overhead_ratio']}x" in table
+    assert "f) a JSON-schema row beside a free row, 6 tokens (tok/s)" in table
+    assert f"f) the schema costs {figures['constraint']['overhead_ms_per_token']} ms" in table

@@ -4,6 +4,12 @@ Each round is its own request; continuation is the orchestrator's `prefix` or `c
 strategy. Requests are spread over replicas and tried again on 429, 5xx and dropped or
 stalled connections; a round cut off mid-stream goes on from the text received. Tokens are
 counted with the model's tokenizer when one is named, else tiktoken's cl100k (offline).
+
+A constraint goes to the server as OpenAI's `response_format` (a JSON schema) or vLLM's
+`structured_outputs` (a regex, a grammar). The server's grammar starts at a request's first
+token, so a constrained round can only start from nothing: one that would go on past text
+already written (a continuation, a retry, a stream cut off mid-way) is an error, never a
+request that would drop the constraint or restart it mid-output.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from httpx_sse import SSEError, aconnect_sse
 from gen.backends.base import Delta, Message
 from gen.backends.replicas import Replica, Replicas, backoff
 from gen.errors import BackendError, ModelError
-from gen.sampling import SamplingParams
+from gen.sampling import Constraint, InvalidParam, SamplingParams
 
 DEFAULT_WINDOW = 8192
 PER_MESSAGE_TOKENS = 4  # role and separators, as OpenAI's cookbook counts them
@@ -99,7 +105,35 @@ def request_body(
     if continue_final:
         body["continue_final_message"] = True
         body["add_generation_prompt"] = False
+    if params.constraint is not None:
+        body.update(constraint_fields(params.constraint))
     return body
+
+
+def constraint_fields(constraint: Constraint) -> dict[str, Any]:
+    """The request fields that hold a server to `constraint`: OpenAI's response_format for
+    a JSON schema, vLLM's structured_outputs for a regex or a grammar (gen serve takes
+    both; it reads a grammar with `::=` as GBNF, else as Lark)."""
+    if constraint.prefix:
+        raise BackendError(
+            "a constrained round cannot go on past text already written over a remote "
+            "server (its grammar would start again mid-output): give the section a "
+            "max_tokens its whole output fits in, or run it on the local engine"
+        )
+    if constraint.kind == "json_schema":
+        try:
+            schema = json.loads(constraint.text)
+        except json.JSONDecodeError as exc:
+            raise InvalidParam("constraint", f"bad json_schema: {exc}") from None
+        spec = {"name": "output", "schema": schema, "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    if constraint.kind == "regex":
+        return {"structured_outputs": {"regex": constraint.text}}
+    return {"structured_outputs": {"grammar": constraint.text}}  # lark or gbnf
+
+
+def constrained(body: dict[str, Any]) -> bool:
+    return "response_format" in body or "structured_outputs" in body
 
 
 # finish reasons other servers use, as OpenAI names them; others pass through as they are
@@ -108,6 +142,22 @@ _FINISH = {
     "eos": "stop", "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop",
     "max_tokens": "length", "model_length": "length",
 }  # fmt: skip
+
+
+def error_message(raw: bytes, limit: int) -> str:
+    """An error answer's own message (OpenAI's `{"error": {"message": ...}}`, with the
+    parameter it names), else its text, at most `limit` characters."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        error = json.loads(text).get("error")
+    except (json.JSONDecodeError, AttributeError):
+        return text[:limit]
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        param = error.get("param")
+        text = error["message"] + (f" (param: {param})" if param else "")
+    elif isinstance(error, str):
+        text = error
+    return text[:limit]
 
 
 class Refused(BackendError):
@@ -187,6 +237,11 @@ class OpenAIStream:
             except Retryable as exc:
                 if state.finish is not None:
                     break  # it had finished; only the usage or [DONE] went missing
+                if received and constrained(self.body):
+                    raise BackendError(
+                        f"{exc}; a constrained round cannot go on from the text received "
+                        "(the server's grammar would start again mid-output)"
+                    ) from exc
                 self.retries += 1
                 if self.retries > self.max_retries:
                     raise BackendError(f"{exc} (after {self.max_retries} retries)") from exc
@@ -216,13 +271,13 @@ class OpenAIStream:
             ) as source:
                 resp = source.response
                 if resp.status_code == 429 or resp.status_code >= 500:
-                    detail = (await resp.aread()).decode("utf-8", "replace")[:300]
+                    detail = error_message(await resp.aread(), 300)
                     raise Retryable(
                         f"{where} answered {resp.status_code}: {detail}",
                         resp.headers.get("retry-after"),
                     )
                 if resp.status_code >= 400:
-                    detail = (await resp.aread()).decode("utf-8", "replace")[:500]
+                    detail = error_message(await resp.aread(), 500)
                     raise Refused(f"{where} answered {resp.status_code}: {detail}")
                 async for event in source.aiter_sse():
                     if event.data == "[DONE]":
@@ -273,6 +328,7 @@ class _Round:
 class OpenAIBackend:
     name = "openai"
     supports_kv = False
+    supports_grammar = False
     dtype: str | None = None
 
     def __init__(

@@ -98,6 +98,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{c['ratio_vs_reprefill']}x",
         ),
     ]
+    if "constraint" in r:
+        k = r["constraint"]
+        rows.append(
+            (
+                f"f) a JSON-schema row beside a free row, {k['new_tokens']} tokens (tok/s)",
+                f"{k['constrained_tokens_per_second']}",
+                f"{k['free_pair_tokens_per_second']} (2 free rows)",
+                f"{k['time_ratio_vs_free']}x the time",
+            )
+        )
     if "served" in r:
         h = r["served"]
         rows.insert(
@@ -131,6 +141,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{h['identical']} of {h['requests']} requests"
         )
     print(f"d) time to first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB")
+    if "constraint" in r:
+        k = r["constraint"]
+        print(
+            f"f) the schema costs {k['overhead_ms_per_token']} ms a token (its mask alone "
+            f"{k['mask_ms_per_token']} ms; compiling it {k['schema_setup_ms']} ms a request, "
+            f"reading the tokenizer {k['tokenizer_setup_seconds']} s once); a free row "
+            f"alone {k['alone_tokens_per_second']} tok/s, beside the held row "
+            f"{k['beside_constrained_tokens_per_second']}"
+        )
     if "quality" in r:
         q = r["quality"]
         print(

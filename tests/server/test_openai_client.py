@@ -1,6 +1,7 @@
 """The official `openai` client against a real `gen serve` on loopback (issue 11's
-acceptance): completions whole and streamed, include_usage, stop, max_tokens, and Chinese
-with emoji streamed byte-correct."""
+acceptance): completions whole and streamed, include_usage, stop, max_tokens, Chinese
+with emoji streamed byte-correct; and issue 15's: response_format json_schema valid for 20
+seeds, streamed or not."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import openai
 import pytest
 
 from tests.server.conftest import MODEL, Server, running_server
+from tests.test_structured_generate import MAX_TOKENS, PROMPT, SCHEMA, SEEDS, assert_valid
 
 pytestmark = pytest.mark.real_model
 
@@ -200,3 +202,27 @@ def test_structured_output_by_response_format_and_by_vllms_names(client: openai.
     with pytest.raises(openai.BadRequestError) as info:
         chat(client, stream=True, extra_body={"structured_outputs": {"regex": "("}})
     assert info.value.status_code == 400 and "bad regex" in str(info.value)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_response_format_json_schema_is_valid_and_streams_the_same_text(
+    client: openai.OpenAI, seed: int
+) -> None:
+    settings: dict[str, Any] = {
+        "messages": [{"role": "user", "content": PROMPT}],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "city", "schema": SCHEMA},
+        },
+        "temperature": 0.9,
+        "seed": seed,
+        "max_tokens": MAX_TOKENS,
+    }
+    whole = chat(client, **settings).choices[0]
+    assert whole.finish_reason == "stop", whole
+    assert_valid(whole.message.content)
+
+    deltas = [
+        c.choices[0].delta.content or "" for c in chat(client, stream=True, **settings) if c.choices
+    ]
+    assert "".join(deltas) == whole.message.content

@@ -4,11 +4,27 @@ Only rows that carry a constraint pay for it; the others sample as before."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import torch
 
 from gen.sampling import Constraint, InvalidParam
+
+# JSON as json.dumps writes it: one space after "," and ":", no other whitespace. Without
+# it a model may spend its tokens on blank lines between keys and end cut off.
+JSON_LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+
+def compact_json(schema: str) -> str:
+    """The schema with JSON_LAYOUT, unless it sets llguidance's options itself."""
+    try:
+        value = json.loads(schema)
+    except ValueError:
+        return schema  # llguidance names the problem
+    if not isinstance(value, dict) or "x-guidance" in value:
+        return schema
+    return json.dumps({**value, "x-guidance": JSON_LAYOUT})
 
 
 class Grammars:
@@ -32,8 +48,9 @@ class Grammars:
                     "constraint", f"constrained decoding needs a Hugging Face tokenizer: {exc}"
                 ) from None
         kind: Any = constraint.kind  # one of CONSTRAINT_KINDS, all names llguidance takes
+        text = compact_json(constraint.text) if kind == "json_schema" else constraint.text
         try:
-            grammar = llguidance.grammar_from(kind, constraint.text)
+            grammar = llguidance.grammar_from(kind, text)
         except (ValueError, TypeError) as exc:
             raise InvalidParam("constraint", f"bad {constraint.kind}: {exc}") from None
         error = llguidance.LLMatcher.validate_grammar(grammar, self._ll)

@@ -115,12 +115,17 @@ class ItemGuard:
     """Feed it the list's text as it grows; it checks each finished line's item against the
     earlier ones and returns the first it refuses."""
 
-    def __init__(self, prompt: str, exclude: Sequence[str] = (), text: str = "") -> None:
+    def __init__(
+        self, prompt: str, exclude: Sequence[str] = (), text: str = "", title: str = ""
+    ) -> None:
+        """`exclude`: titles the pipeline writes itself (refused anywhere in an item);
+        `title`: the document's (refused as an item of its own, misspelt or not)."""
         words = title_key(prompt).split()
         # "silk road" in the prompt: "silkroad" is its word too
         pairs = [a + b for a, b in itertools.pairwise(words)]
         self.prompt_words = {singular(w) for w in [*words, *pairs]}
         self.exclude = [k for k in (singular(title_key(e)) for e in exclude) if k]
+        self.title = singular(title_key(title))
         self.items: list[tuple[int, int, str]] = []  # (where its line starts, ends; title)
         # lenient: only a repeat or the pipeline's own title is refused (the style rules
         # have been tried long enough)
@@ -158,6 +163,8 @@ class ItemGuard:
         for e in self.exclude:
             if is_twin(key, e) or f" {e} " in f" {key} ":
                 return "a title the pipeline writes itself"
+        if self.title and is_twin(key, self.title):
+            return "the document's own title"
         for _, _, earlier in self.items:
             if is_twin(key, singular(title_key(earlier))):
                 return f"the same as {earlier!r}"

@@ -103,3 +103,24 @@ def test_a_constraint_goes_on_past_text_already_written(real_model: Any) -> None
     bad = Constraint("lark", grammar, "1. 香蕉\n")
     with pytest.raises(InvalidParam, match="does not follow"):
         engine.add_request(prompt, SamplingParams(constraint=bad))
+
+
+@pytest.mark.real_model
+def test_json_is_laid_out_as_json_dumps_writes_it(real_model: Any) -> None:
+    """No blank lines or runs of spaces between keys: a small model cannot spend its tokens
+    on whitespace. A schema that sets llguidance's own layout keeps it."""
+    engine = Engine(real_model.model, real_model.tokenizer, max_slots=4)
+    prompt = encode_chat(real_model.tokenizer, [{"role": "user", "content": "一个城市，JSON。"}])
+    schema = json.dumps(SCHEMA)
+    params = [
+        SamplingParams(
+            max_tokens=80, temperature=1.0, seed=s, constraint=Constraint("json_schema", schema)
+        )
+        for s in range(4)
+    ]
+    for done in engine.generate([prompt] * 4, params):
+        value = json.loads(done.text)
+        assert done.text == json.dumps(value, ensure_ascii=False), done.text
+    own = {**SCHEMA, "x-guidance": {"whitespace_flexible": True}}
+    mine = Constraint("json_schema", json.dumps(own), prefix='{\n\n  "city"')
+    engine.add_request(prompt, SamplingParams(max_tokens=8, constraint=mine))  # accepted

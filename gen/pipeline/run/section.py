@@ -15,7 +15,7 @@ from typing import Any
 from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
-from gen.pipeline.listparse import parse_json_items, parse_list, title_key
+from gen.pipeline.listparse import item_title, parse_json_items, parse_list, title_key
 from gen.pipeline.outline import ItemGuard, Refusal, json_list_schema, list_grammar
 from gen.pipeline.quality import measure
 from gen.pipeline.render import document_title, render_count, render_prompt, render_system
@@ -207,7 +207,7 @@ class SectionRun:
             return Constraint("json_schema", json_list_schema(least, most), self.text)
         if self._guard is None:
             user = render_prompt(self.ctx.pipeline, self.section, self.variables)
-            self._guard = ItemGuard(user, self.exclude)
+            self._guard = ItemGuard(user, self.exclude, title=document_title(self.ctx.pipeline))
         grammar = list_grammar(
             least,
             most,
@@ -231,13 +231,15 @@ class SectionRun:
         pipeline writes itself left out."""
         most = self._items[1] if self._items else None
         if self.section.parse == "json":
-            return parse_json_items(self.text, self.exclude)[:most]
-        return parse_list(self.text, self.exclude)[:most]
+            items = parse_json_items(self.text, self.exclude)
+        else:
+            items = parse_list(self.text, self.exclude)
+        title = title_key(document_title(self.ctx.pipeline))
+        return [i for i in items if title_key(item_title(i)) != title][:most]
 
     @property
     def exclude(self) -> list[str]:
-        # the document's title is one the pipeline writes itself, too
-        return [*self.section.exclude, document_title(self.ctx.pipeline)]
+        return list(self.section.exclude)
 
     def _item_warmth(self) -> float:
         """The least temperature a refused list item is sampled again with."""

@@ -17,8 +17,8 @@ from gen.pipeline.run.repetition import FUNCTION_WORDS
 
 TITLE_CHARS = 60  # the longest title an item may have
 # an item that shares this share of its words (other than the prompt's) with an earlier one
-# says the same thing ("Water treatment process" after "The water treatment process steps")
-SAME_WORDS = 0.75
+# says the same thing ("Bridges in ancient cultures" after "Bridges in ancient times")
+SAME_WORDS = 2 / 3
 STEM = 6  # words compared by their first letters: "history", "historical"
 # a title: words with a little punctuation (no sentence ends, list markers, emphasis,
 # quotes or brackets), no digit or mark at its start, nothing dangling at its end but the

@@ -37,8 +37,9 @@ def refusal_reason(titles: list[str], exclude: tuple[str, ...] = ()) -> str | No
         (["Water treatment processes", "water treatment process:"], "the same as"),
         (["Building lighthouses", "Building lighthairs"], "the same as"),  # one word misspelt
         (["Grid storage with batteries", "Battery grid storage"], "most of its words"),
+        (["Panels in ancient times", "Panels in ancient cultures"], "most of its words"),
         (["Printing: A Historical View", "Printing: A Global Historical View in Europe"], "holds"),
-        (["The history of grids", "Grids in historical times"], "holds"),  # by stem
+        (["The history of grids", "Grids in historical times"], "most of its words"),  # stems
         (["Panel efficiency", "Solar Power"], "only the prompt's words"),
         (["Panel efficiency", "The conclusion and outlook"], "writes itself"),
         (["Panel efficiency", "Panels are made of silicon"], "a sentence"),
@@ -55,7 +56,7 @@ def test_the_guard_refuses_a_repeat_an_echo_and_a_sentence(titles: list[str], wh
     "titles",
     [
         ["History of solar power", "Future of solar power", "Costs of solar power"],
-        ["Photovoltaic cells and modules", "Photovoltaic cell efficiency"],  # two of three
+        ["Photovoltaic cells and modules", "Inverters and grid efficiency"],
         ["太阳能电池", "风能 😀", "ไฟฟ้าพลังน้ำ"],
     ],
 )

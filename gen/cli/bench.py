@@ -26,9 +26,54 @@ def add_command(sub: Any) -> None:
         action="store_true",
         help="measure long texts instead: words, S_l, distinct-4, repeated sentences",
     )
-    b.add_argument("--out", default=None, help="with --quality: where the documents go")
+    b.add_argument(
+        "--seeds",
+        type=_positive,
+        default=5,
+        metavar="N",
+        help="with --quality: run each document with N seeds and report how its length "
+        "varies (default 5)",
+    )
+    b.add_argument(
+        "--outlines",
+        action="store_true",
+        help="measure the tech-report's outline step alone over 10 topics, held to its "
+        "grammar and free",
+    )
+    b.add_argument(
+        "--out", default=None, help="with --quality or --outlines: where the documents go"
+    )
     add_dtype(b)
     b.set_defaults(handler=cmd_bench)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _quality_row(x: dict[str, Any], seeds: int) -> tuple[str, ...]:
+    """One document's cells; over seeds, words as "512 (488–530, spread 8%)" (the mean, the
+    min–max, (max-min)/mean) and a cv cell beside it."""
+    words = [str(x["words"])]
+    if seeds > 1:
+        words = [
+            f"{x['words']} ({x['words_min']}–{x['words_max']}, spread {x['words_spread']:.0%})",
+            f"{x['words_cv']:.0%}",
+        ]
+    return (x["name"], str(x["target_words"]), *words, str(x["length_score"]),
+            str(x["distinct_4"]), f"{x['repeated_sentences']:.0%}", str(x["seconds"]))  # fmt: skip
 
 
 def _bench_quality(args: argparse.Namespace, note: Any) -> int:
@@ -37,21 +82,47 @@ def _bench_quality(args: argparse.Namespace, note: Any) -> int:
     from gen.bench_quality import run_quality
 
     out = Path(args.out) if args.out else None
-    r = run_quality(args.model or default_model(), note, out, args.dtype)
+    r = run_quality(args.model or default_model(), note, out, args.dtype, args.seeds)
     if args.json:
         print(json.dumps(r, ensure_ascii=False))
         return 0
-    head = ("document", "target", "words", "S_l", "distinct-4", "repeated", "seconds")
-    rows = [head] + [
-        (x["name"], str(x["target_words"]), str(x["words"]), str(x["length_score"]),
-         str(x["distinct_4"]), f"{x['repeated_sentences']:.0%}", str(x["seconds"]))
-        for x in r["rows"]
-    ]  # fmt: skip
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    n = r["seeds"]
+    words = ("words",) if n == 1 else (f"words ({n} seeds)", "cv")
+    head = ("document", "target", *words, "S_l", "distinct-4", "repeated", "seconds")
+    _print_table([head] + [_quality_row(x, n) for x in r["rows"]])
     print(f"average S_l {r['length_score_avg']}, lowest distinct-4 {r['distinct_4_min']}, "
           f"most repeated sentences {r['repeated_sentences_max']:.0%}")  # fmt: skip
+    if n > 1:
+        print(f"over {n} seeds: S_l, distinct-4, repeated and seconds are means; widest "
+              f"spread {r['words_spread_max']:.0%}, "
+              f"largest cv {r['words_cv_max']:.0%}")  # fmt: skip
+    return 0
+
+
+OUTLINE_CHECKS = (
+    ("count", "{n} items"), ("distinct", "distinct"), ("single_line", "one-line titles"),
+    ("no_generic", "no generic"), ("only_list", "only the list"), ("ok", "all"),
+)  # fmt: skip
+
+
+def _bench_outlines(args: argparse.Namespace, note: Any) -> int:
+    from pathlib import Path
+
+    from gen.bench_outline import run_outlines
+
+    out = Path(args.out) if args.out else None
+    r = run_outlines(args.model or default_model(), note, out, args.dtype)
+    if args.json:
+        print(json.dumps(r, ensure_ascii=False))
+        return 0
+    head = ("outline", *(label.format(n=r["n_parts"]) for _, label in OUTLINE_CHECKS))
+    rows = [head] + [
+        (mode, *(f"{s[key]}/{s['outlines']}" for key, _ in OUTLINE_CHECKS))
+        for mode, s in r["summary"].items()
+    ]
+    _print_table(rows)
+    if not r["held_by_grammar"]:
+        print("this backend cannot hold a list to a grammar: held ran free as well")
     return 0
 
 
@@ -63,6 +134,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.quality:
         return _bench_quality(args, note)
+    if args.outlines:
+        return _bench_outlines(args, note)
 
     r = run_bench(
         args.model or default_model(),

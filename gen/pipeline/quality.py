@@ -217,10 +217,10 @@ def repeated_sentences(text: str) -> tuple[int, int]:
 
 def overlap(text: str, earlier: str, n: int = 8) -> float:
     """Share of text's n-grams already present in earlier; 0.0 when text has none."""
-    grams = _ngrams(tokens(text), n)
+    grams = ngrams(tokens(text), n)
     if not grams:
         return 0.0
-    seen = set(_ngrams(tokens(earlier), n))
+    seen = set(ngrams(tokens(earlier), n))
     return sum(gram in seen for gram in grams) / len(grams)
 
 
@@ -259,12 +259,12 @@ def _repeats(units: Sequence[Unit]) -> tuple[int, int]:
     return repeated, len(units)
 
 
-def _ngrams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
+def ngrams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
 def _distinct(words: Sequence[str], n: int) -> float:
-    grams = _ngrams(words, n)
+    grams = ngrams(words, n)
     return len(set(grams)) / len(grams) if grams else 1.0

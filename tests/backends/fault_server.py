@@ -28,6 +28,11 @@ PIECES = [
     " Salt", " comes", " back", " as", " cloud", " ☁️", " and", " the", " year", " turns",
     ".",
 ]  # fmt: skip
+# a prompt about rain gets its own text (gen cuts a section that says an earlier one again)
+RAIN = [
+    "雨", "が", "降", "る", "。", " Clouds", " gather", " over", " the", " ไทย", " hills",
+    " 🌧️", " and", " drops", " drum", " on", " tin", " roofs", " until", " dawn", ".",
+]  # fmt: skip
 
 
 @dataclass
@@ -42,14 +47,16 @@ class FaultServer:
         """The pieces this request gets, and whether that is the whole reply."""
         start = 0
         messages = body["messages"]
+        asked = next(m["content"] for m in messages if m["role"] == "user")
+        pieces = RAIN if "rain" in asked else PIECES
         if body.get("continue_final_message") and messages[-1]["role"] == "assistant":
             prefix, text = messages[-1]["content"], ""
-            while start < len(PIECES) and len(text) < len(prefix):
-                text += PIECES[start]
+            while start < len(pieces) and len(text) < len(prefix):
+                text += pieces[start]
                 start += 1
             if text != prefix:
                 raise ValueError(f"the prefix {prefix!r} is not a start of the reply")
-        rest = PIECES[start:]
+        rest = pieces[start:]
         return rest[: body["max_tokens"]], len(rest) <= body["max_tokens"]
 
     async def chat(self, request: Request) -> Response:

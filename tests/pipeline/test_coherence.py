@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gen.pipeline.coherence import check_outline, section_overlap
 
-from .fake_backend import FakeBackend, pipeline_from, run
+from .fake_backend import FakeBackend, pipeline_from, read_events, run
 
 BODY = (
     "# 茶道\n\n## 1. 茶的历史\n\n文字。\n\n## Part 2: Water and fire 🔥\n\nText.\n\n## Conclusion\n"
@@ -88,3 +90,68 @@ def test_the_manifest_reports_overlap_and_the_outline(tmp_path: Path) -> None:
     # document holds one Conclusion heading, and every item is a heading in order
     assert metrics["outline_followed"] is True, metrics
     assert metrics["outline_missing"] == [] and metrics["headings_repeated"] == []
+
+
+# -- an echo of an earlier section is cut while the section streams ------------------------
+
+SAID = "The first presses printed calendars and prayer books for the merchants of the town."
+SAID_ZH = "最早的印刷机为城里的商人印制日历和祈祷书，这改变了他们的生活方式。"
+
+
+def earlier_grams(text: str) -> frozenset[tuple[str, ...]]:
+    from gen.pipeline.quality import ngrams, tokens
+    from gen.pipeline.run.repetition import ECHO_N
+
+    return frozenset(ngrams(tokens(text), ECHO_N))
+
+
+@pytest.mark.parametrize(
+    ("said", "fresh", "echo"),
+    [
+        (SAID, "Paper mills grew along the rivers of the north. ", SAID.replace("town", "city")),
+        (SAID_ZH, "北方的河边建起了许多造纸厂。", SAID_ZH.replace("城里", "镇上")),
+    ],
+)
+def test_a_sentence_an_earlier_section_said_is_an_echo(said: str, fresh: str, echo: str) -> None:
+    from gen.pipeline.run.repetition import LoopDetector
+
+    detector = LoopDetector(earlier=earlier_grams(said))
+    assert detector.feed(fresh) is None
+    found = detector.feed(echo + " ")
+    assert found is not None and found.kind == "echo", found
+    assert found.start == len(fresh) and found.keep == len(fresh.rstrip())
+    # a sentence that shares a phrase but says something new is not an echo
+    other = LoopDetector(earlier=earlier_grams(said))
+    assert other.feed("Calendars and prayer books sold well, but maps sold better. ") is None
+
+
+def test_an_echo_is_cut_and_the_retry_is_told_what_was_covered(tmp_path: Path) -> None:
+    yaml = """\
+name: t
+model: fake
+defaults: {temperature: 0.7, seed: 3}
+sections:
+  - id: first
+    prompt: "[first] Write."
+  - id: second
+    prompt: "[second] Write more after {{ sections.first.text }}"
+"""
+    fresh = "Paper mills grew along the rivers of the north. "
+    backend = FakeBackend(
+        {
+            "first": [(SAID, "stop")],
+            "second": [(fresh + SAID + " More.", "length"), (" Ink came from soot. 😀", "stop")],
+        },
+        chunk=5,
+    )
+    manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
+    second = {s["id"]: s for s in manifest["sections"]}["second"]
+    assert second["rounds"][0]["repetition"]["kind"] == "echo"
+    text = (prepared.run_dir.sections_dir / "second.md").read_text("utf-8")
+    assert text == fresh + "Ink came from soot. 😀"
+    retry = backend.calls_for("second")[1]
+    user = next(m["content"] for m in retry.messages if m["role"] == "user")
+    assert "Already covered earlier in the document" in user and SAID in user
+    events = read_events(prepared.run_dir.events_path)
+    shown = "".join(e["text"] for e in events if e["type"] == "delta" and e["section"] == "second")
+    assert shown == text

@@ -278,7 +278,14 @@ class Orchestrator:
             settings = self.pipeline.settings_for(section)
             rec.seed = derive_seed(settings.seed, key)
             runner = SectionRun(
-                self.ctx, section, rec, variables, seed=rec.seed, siblings=siblings, lengths=lengths
+                self.ctx,
+                section,
+                rec,
+                variables,
+                seed=rec.seed,
+                siblings=siblings,
+                lengths=lengths,
+                earlier=self._earlier_texts(section, key),
             )
             first = runner.first_prompt()
             hashed = {
@@ -326,6 +333,27 @@ class Orchestrator:
             raise SectionFailed(message) from exc
         self._save()
         return SectionResult(key, rec.text, rec.items, rec.title)
+
+    def _earlier_texts(self, section: Section, key: str) -> list[str]:
+        """The sections before `key` in the document that are sure to be finished when it
+        starts, whatever ran when: those it depends on, and a fan-out's earlier parts when
+        each sees the one before. (So the same seed gives the same text in every run.)"""
+        needed, todo = set(), list(section.depends_on)
+        while todo:
+            name = todo.pop()
+            if name not in needed:
+                needed.add(name)
+                todo.extend(self.pipeline.section(name).depends_on)
+        if "previous" in section.context:
+            needed.add(section.id)
+        earlier = []
+        for rec in self._ordered():
+            if rec.key == key:
+                break
+            wanted = rec.section in needed and self.pipeline.section(rec.section).in_document
+            if wanted and rec.status == "completed":
+                earlier.append(rec.text)
+        return earlier
 
     def _reuse(self, rec: SectionRecord) -> bool:
         """Resume: a finished section with the same inputs is taken from disk as it is."""

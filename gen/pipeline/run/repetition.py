@@ -8,11 +8,13 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Literal
 
-from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, sentence_key
+from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, ngrams, sentence_key
 
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
 # "item", for a list item refused as a repeat)
-Kind = Literal["span", "sentence", "refrain", "collapse", "word", "restart", "sibling", "item"]
+Kind = Literal[
+    "span", "sentence", "refrain", "collapse", "word", "restart", "echo", "sibling", "item"
+]
 DETAIL_CHARS = 60
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word
@@ -21,6 +23,9 @@ REFRAIN_LEAD, REFRAIN_SAME, REFRAIN_WINDOW = 2, 5, 6
 SUBJECT_SAME, SUBJECT_WINDOW = 6, 7
 # word: one word (not a function word) is more than this share of the recent tokens
 WORD_SHARE = 0.2
+# echo: a sentence of at least ECHO_GRAMS word 5-grams, at least ECHO_SHARE of them in
+# earlier sections, says again what the document already said
+ECHO_N, ECHO_GRAMS, ECHO_SHARE = 5, 4, 0.5
 # few words: fewer than this share of the last VOCAB_WINDOW prose tokens are distinct
 # (prose keeps 0.6-0.8 of a 100-token window distinct; a stuttering loop 0.3-0.4)
 VOCAB_WINDOW, VOCAB_DISTINCT = 100, 0.4
@@ -61,6 +66,8 @@ class LoopDetector:
       like an earlier one or shares half its words with one. start: that sentence.
     - "word": one word that is not a function word is more than WORD_SHARE of those
       tokens ("God's grace, God's mercy, ..."). start: where it begins to crowd the rest.
+    - "echo": a sentence half of whose word 5-grams are in `earlier` (the 5-grams of the
+      sections before this one): it says again what the document said. start: its start.
 
     base (earlier rounds) is read for its sentences and its tail, but nothing that ends inside
     it is reported; start and keep are never before `floor` (default: the end of base; the
@@ -74,6 +81,7 @@ class LoopDetector:
         *,
         floor: int | None = None,
         restart: bool = False,
+        earlier: frozenset[tuple[str, ...]] = frozenset(),
         min_span_tokens: int = 8,
         long_span_tokens: int = 20,
         short_loop_tokens: int = 24,
@@ -115,6 +123,7 @@ class LoopDetector:
         # restart: a round asked to go on (more, chat) whose first sentence is close to one
         # already written has started the text over
         self._restart = restart
+        self._earlier = earlier
         self._sentences: list[tuple[str, ...]] = []  # base's sentences, for that check
         self._leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._bare_leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
@@ -195,6 +204,12 @@ class LoopDetector:
                 if close is not None:
                     detail = f"starts over: {_clip(self.text[unit.start : unit.end])}"
                     return self._report("restart", unit.start, detail)
+        if fed and self._earlier:
+            grams = ngrams(unit.tokens, ECHO_N)
+            said = sum(g in self._earlier for g in grams)
+            if len(grams) >= ECHO_GRAMS and said >= ECHO_SHARE * len(grams):
+                text = _clip(self.text[unit.start : unit.end])
+                return self._report("echo", unit.start, f"an earlier section said it: {text}")
         key = sentence_key(unit)
         if fed and key in self._seen:
             return self._report(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -17,7 +18,7 @@ from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
 from gen.pipeline.listparse import item_title, parse_json_items, parse_list, title_key
 from gen.pipeline.outline import ItemGuard, Refusal, json_list_schema, list_grammar
-from gen.pipeline.quality import measure
+from gen.pipeline.quality import measure, ngrams, tokens
 from gen.pipeline.render import document_title, render_count, render_prompt, render_system
 from gen.pipeline.run.budget import Fitted, fit_prompt
 from gen.pipeline.run.continuation import (
@@ -30,7 +31,7 @@ from gen.pipeline.run.continuation import (
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.records import RoundRecord, SectionRecord
-from gen.pipeline.run.repetition import FUNCTION_WORDS, LoopDetector, Repetition
+from gen.pipeline.run.repetition import ECHO_N, FUNCTION_WORDS, LoopDetector, Repetition
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
 from gen.sampling import Constraint, SamplingParams, build_sampling_params
@@ -58,6 +59,9 @@ EXTEND_MIN_TOKENS = 64
 # rounds cut off by max_tokens in a row that add no letter or digit end the section
 STALLED_ROUNDS = 2
 MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
+# a sentence cut for saying an earlier section again is named in the next rounds' prompt
+COVERED_NOTE = "Already covered earlier in the document, so do not repeat it:"
+COVERED_SHOWN, COVERED_CHARS = 3, 300
 # a list item refused this many times in a row is then only refused as a repeat (or as a
 # title the pipeline writes itself); twice as many end the list with the items it has
 ITEM_RETRIES = 4
@@ -134,10 +138,12 @@ class SectionRun:
         seed: int | None = None,
         siblings: tuple[str, ...] = (),
         lengths: tuple[int | None, int | None, int | None] | None = None,
+        earlier: Sequence[str] = (),
     ) -> None:
         """`siblings`: the other items' titles of a fan-out (a line that is one of them, or
         a marker and one of them, ends the part there); `lengths`: the instance's (target,
-        min, max) words when the section's are templates."""
+        min, max) words when the section's are templates; `earlier`: the text of the
+        sections before it in the document (a sentence that says theirs again is cut)."""
         self.ctx = ctx
         self.section = section
         self.rec = record
@@ -167,6 +173,8 @@ class SectionRun:
         self._round_start = 0  # where the current round's text begins in self.text
         self._round_starts: list[tuple[int, int]] = []  # (where, round): who wrote the text
         self._detector = LoopDetector()
+        self._earlier = frozenset(ngrams(tokens("\n\n".join(earlier)), ECHO_N))
+        self._covered: list[str] = []  # sentences cut for saying an earlier section again
         self._items = self._item_range()  # (min, max) items of a list or JSON outline
         self._guard: ItemGuard | None = None  # a held list's check of each item
         self._refused: list[str] = []  # items refused so far (the grammar bans them)
@@ -269,6 +277,9 @@ class SectionRun:
         if self.system:
             messages.append({"role": "system", "content": self.system})
         user = render_prompt(self.ctx.pipeline, self.section, variables)
+        if self._covered:  # after an echo was cut: name what the document already says
+            said = "\n".join(f"- {c}" for c in self._covered[-COVERED_SHOWN:])
+            user += f"\n\n{COVERED_NOTE}\n{said}"
         messages.append({"role": "user", "content": user})
         if mode == "prefix":
             messages.append({"role": "assistant", "content": self.text})
@@ -546,6 +557,7 @@ class SectionRun:
             self.text,
             floor=self.shown,
             restart=(mode in ("chat", "more") or self._extend) and bool(self.text),
+            earlier=self._earlier,
         )
         self._extend = False
         dedupe = mode in ("chat", "more")
@@ -587,6 +599,8 @@ class SectionRun:
                 return self._refuse(refusal)
         found = self._detector.feed(piece) if self._guard is None else None
         if found is not None:
+            if found.kind == "echo":
+                self._covered.append(self.text[found.start :].strip()[:COVERED_CHARS])
             self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
             return found  # what is still held may be cut by the retry's own loop
         sibling = self._sibling_line()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ _PREAMBLE = r"(?i)(here (is|are)|outline|the outline|sure)( [^\n]*)?"  # "Here i
 # patterns like these make llguidance's lexer build too many states)
 VERBS = frozenset(("is", "are", "was", "were", "can", "will", "has", "have", "provide", "provides",
                    "include", "includes", "occur", "occurs"))  # fmt: skip
+_CUT = re.compile(r"[,，]\S{1,2}$")  # "A self-balancing bike,R": the length limit's mark
 DANGLING = FUNCTION_WORDS - {"it", "they", "we", "you", "i", "he", "she"}
 _META = "&-~#/"  # besides re's own: what Lark's /.../ and llguidance's regex also treat as syntax
 
@@ -170,6 +172,8 @@ class ItemGuard:
                 return f"the same as {earlier!r}"
         if self.lenient:
             return None
+        if len(title) >= TITLE_CHARS - 1 or _CUT.search(title):
+            return "cut off (it ran to the length limit)"
         words = title_key(title).split()
         if VERBS.intersection(words):
             return "a sentence, not a title"

@@ -44,6 +44,8 @@ def refusal_reason(titles: list[str], exclude: tuple[str, ...] = ()) -> str | No
         (["Panel efficiency", "The conclusion and outlook"], "writes itself"),
         (["Panel efficiency", "Panels are made of silicon"], "a sentence"),
         (["Panel efficiency", "The history of the"], "ends on 'the'"),
+        (["Panel efficiency", "Applications: eB,A,D"], "cut off"),
+        (["Panel efficiency", "Scale: " + "x" * 53], "cut off"),
         (["太阳能电池", "太阳能电池"], "the same as"),
     ],
 )

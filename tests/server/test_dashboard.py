@@ -99,6 +99,7 @@ def test_a_run_started_from_the_form_streams_live_and_survives_a_dropped_stream(
         expect(page.locator("#document")).to_contain_text(on_disk.split(".")[0][:20])
         assert page.locator("a#download").get_attribute("href") == f"/v1/runs/{run_id}/document"
         expect(page.locator("img#timeline")).to_be_visible()
+        expect(page.locator("#total-coherence")).to_contain_text("overlap")  # run_finished
         assert page.locator("svg#tps-sparkline polyline").count() >= 1
         expect(page.locator(f'li.run[data-run-id="{run_id}"]')).to_have_attribute(
             "data-status", "completed"

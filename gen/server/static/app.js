@@ -441,6 +441,20 @@ function renderTotals(run) {
   const done = secs.filter((s) => s.status === 'completed').length;
   const total = Math.max(secs.length, run.planned || 0);
   setText($('total-sections'), total ? `${done} / ${total}` : '–');
+  setText($('total-coherence'), coherence(m));
+}
+
+/** "overlap 9% · outline ✓" from a finished run's metrics; '–' before (or without either). */
+function coherence(m) {
+  if (!m) return '–';
+  const parts = [];
+  if (m.overlap_max != null) parts.push(`overlap ${Math.round(m.overlap_max * 100)}%`);
+  if (m.outline_followed != null) {
+    const wrong = [...(m.outline_missing || []).map((t) => `no heading for “${t}”`),
+                   ...(m.headings_repeated || []).map((t) => `“${t}” twice`)];
+    parts.push(m.outline_followed ? 'outline ✓' : `outline ✗ (${wrong.join('; ')})`);
+  }
+  return parts.length ? parts.join(' · ') : '–';
 }
 
 async function runAction(kind) { // 'cancel' | 'resume'

@@ -139,6 +139,8 @@ def test_a_more_round_that_restarts_the_section_is_cut(tmp_path: Path) -> None:
         ),
         ("Levers moved the points.\nElectric interlocking:\nmore", "Levers moved the points."),
         ("信号杆。\n\n**Part 2: Electric interlocking**", "信号杆。"),
+        # "The" before the title (or not) is the same title
+        ("Levers moved the points.\n\n2. The electric interlocking", "Levers moved the points."),
         # the title inside a sentence, or a line that only begins with it: not a heading
         (
             "Electric interlocking came later, in 1900.\nElectric interlocking came later.",
@@ -170,6 +172,31 @@ sections:
     part = next(s for s in manifest["sections"] if s["id"] == "part-1")
     cut = kept != reply
     assert (part["rounds"][0]["stop_reason"] == "Electric interlocking") is cut
+
+
+def test_a_part_that_starts_the_article_over_stops_there(tmp_path: Path) -> None:
+    yaml = """
+name: sib
+defaults: {max_tokens: 50, max_rounds: 2}
+inputs:
+  topics: [Early signal boxes, Electric interlocking]
+sections:
+  - id: part
+    foreach: inputs.topics
+    prompt: "[{{ 'a' if loop_index == 1 else 'b' }}] Write about {{ item }}."
+document:
+  title: 铁路信号 Railway signalling
+"""
+    reply = (
+        "Levers moved the points. Men pulled them by hand, all day long, in every weather."
+        "\n\n# 铁路信号 Railway Signalling\nAgain."
+    )
+    backend = FakeBackend({"a": [(reply, "stop")], "b": [("Relays replaced levers.", "stop")]})
+    manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
+    text = (prepared.run_dir.sections_dir / "part-1.md").read_text("utf-8")
+    assert text == reply.split("\n\n")[0]
+    part = next(s for s in manifest["sections"] if s["id"] == "part-1")
+    assert part["rounds"][0]["stop_reason"] == "铁路信号 Railway signalling"
 
 
 def test_a_loop_begun_in_the_round_before_is_cut_there(tmp_path: Path) -> None:

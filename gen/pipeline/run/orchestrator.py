@@ -18,7 +18,7 @@ from gen.errors import ContextOverflowError, GenError
 from gen.export import ExportError, export_document
 from gen.pipeline.coherence import OutlineCheck, check_outline, section_overlap
 from gen.pipeline.listparse import item_title
-from gen.pipeline.render import render_document, render_lengths, render_title
+from gen.pipeline.render import document_title, render_document, render_lengths, render_title
 from gen.pipeline.run.budget import Fitted
 from gen.pipeline.run.events import EventLog, process_start
 from gen.pipeline.run.records import SectionRecord, run_metrics
@@ -38,11 +38,11 @@ def derive_seed(seed: int | None, key: str) -> int | None:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def sibling_titles(items: list[Any], index: int) -> tuple[str, ...]:
-    """The other items' titles, for fan-out instance `index` (1-based): a part ends where
-    it starts one of them as a heading."""
+def sibling_titles(items: list[Any], index: int, document: str = "") -> tuple[str, ...]:
+    """The other items' titles, for fan-out instance `index` (1-based), and the document's
+    title: a part ends where it starts one of them as a heading (or the article over)."""
     titles = [item_title(item) for i, item in enumerate(items, 1) if i != index]
-    return tuple(t for t in dict.fromkeys(titles) if t)
+    return tuple(t for t in dict.fromkeys([*titles, document]) if t)
 
 
 class SectionFailed(Exception):
@@ -214,14 +214,14 @@ class Orchestrator:
             raise self._fail_early(section, f"foreach: cannot get items: {exc}") from exc
         if not items:
             raise self._fail_early(section, f"foreach: {section.foreach} has no items")
-        n = len(items)
+        n, title = len(items), self._title()
         parts: list[SectionResult] = []
         if "previous" in section.context:  # each instance sees the one before: in order
             previous, written = None, 0
             for i, item in enumerate(items, 1):
                 part = await self._instance(
-                    section, f"{section.id}-{i}", item, i, n, previous, sibling_titles(items, i),
-                    written,
+                    section, f"{section.id}-{i}", item, i, n, previous,
+                    sibling_titles(items, i, title), written,
                 )  # fmt: skip
                 parts.append(part)
                 previous, written = part.text, written + count_words(part.text)
@@ -229,7 +229,12 @@ class Orchestrator:
             outcomes = await asyncio.gather(
                 *(
                     self._instance(
-                        section, f"{section.id}-{i}", item, i, n, siblings=sibling_titles(items, i)
+                        section,
+                        f"{section.id}-{i}",
+                        item,
+                        i,
+                        n,
+                        siblings=sibling_titles(items, i, title),
                     )
                     for i, item in enumerate(items, 1)
                 ),
@@ -240,6 +245,12 @@ class Orchestrator:
                 raise failed[0]
             parts = [o for o in outcomes if isinstance(o, SectionResult)]
         return SectionResult.fan_in(section.id, parts, section.id.replace("_", " ").capitalize())
+
+    def _title(self) -> str:
+        try:
+            return document_title(self.pipeline)
+        except GenError:
+            return ""
 
     def _fail_early(self, section: Section, message: str) -> SectionFailed:
         rec = SectionRecord(section.id, section.id, section.id, status="failed", error=message)

@@ -31,7 +31,13 @@ from gen.pipeline.run.continuation import (
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.records import RoundRecord, SectionRecord
-from gen.pipeline.run.repetition import ECHO_N, FUNCTION_WORDS, LoopDetector, Repetition
+from gen.pipeline.run.repetition import (
+    DETERMINERS,
+    ECHO_N,
+    FUNCTION_WORDS,
+    LoopDetector,
+    Repetition,
+)
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.words import count_words, length_score
 from gen.sampling import Constraint, SamplingParams, build_sampling_params
@@ -120,6 +126,15 @@ def sampling(
     )
 
 
+def sibling_key(title: str) -> str:
+    """A title as a part's line is compared with its siblings': as words, a leading "the"
+    or "a" aside ("2. Construction of bridges" is "The construction of bridges")."""
+    words = title_key(title).split()
+    while words[:1] and words[0] in DETERMINERS:
+        words = words[1:]
+    return " ".join(words)
+
+
 def strategy_for(settings: GenerationSettings, backend: Backend) -> RoundMode:
     """The configured continuation; `kv` needs a backend that keeps state, else `chat`."""
     if settings.continuation == "kv" and not backend.supports_kv:
@@ -151,7 +166,7 @@ class SectionRun:
         self.settings = ctx.pipeline.settings_for(section)
         self.strategy = strategy_for(self.settings, ctx.backend)
         self.seed = seed
-        self.siblings = {title_key(t): t for t in siblings if title_key(t)}
+        self.siblings = {sibling_key(t): t for t in siblings if sibling_key(t)}
         self._line_scan = 0  # where the next line to check for a sibling's title starts
         target, least, most = lengths or (None, None, None)
         self.target = target
@@ -492,7 +507,7 @@ class SectionRun:
             start, self._line_scan = self._line_scan, end + 1
             line = text[start:end]
             marker = _LINE_MARKER.match(line)
-            rest = title_key(line[marker.end() :] if marker else line)
+            rest = sibling_key(line[marker.end() :] if marker else line)
             if rest in self.siblings:
                 return start, self.siblings[rest]
             if marker and marker.group().strip():

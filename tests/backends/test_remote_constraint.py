@@ -22,11 +22,11 @@ from gen.backends.collect import collect
 from gen.backends.openai import OpenAIBackend
 from gen.errors import BackendError
 from gen.pipeline import load_pipeline_text
-from gen.pipeline.run.runner import open_pipeline_backend, prepare_run
 from gen.sampling import Constraint, SamplingParams
 from tests.server.conftest import MODEL, Server, running_server
 
 from .fault_server import FaultServer, running
+from .remote import run_remote
 
 SCHEMA = {
     "type": "object",
@@ -199,16 +199,7 @@ def run_pipeline(server: Server, out: Path, max_tokens: int) -> dict[str, Any]:
     schema = json.dumps(SCHEMA, ensure_ascii=False)
     text = PIPELINE.format(url=server.v1, max_tokens=max_tokens, schema=schema)
     pipeline = load_pipeline_text(text, file="held.yaml")
-
-    async def go() -> dict[str, Any]:
-        backend = open_pipeline_backend(pipeline, pipeline.model)
-        try:
-            prepared = prepare_run(pipeline, backend, out, model=pipeline.model)
-            return await prepared.execute()
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(go())
+    return run_remote(pipeline, out)
 
 
 @pytest.mark.real_model

@@ -6,16 +6,15 @@ content filter ends the section visibly."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gen.pipeline import load_pipeline_text
-from gen.pipeline.run.runner import open_pipeline_backend, prepare_run
 
 from .fault_server import PIECES, FaultServer, running
+from .remote import run_remote
 
 PIPELINE = """
 name: remote
@@ -34,16 +33,7 @@ def run_pipeline(
 ) -> dict[str, Any]:
     text = PIPELINE.format(url=server.url, retries=retries).replace("prefix", mode)
     pipeline = load_pipeline_text(text, file="remote.yaml")
-
-    async def go() -> dict[str, Any]:
-        backend = open_pipeline_backend(pipeline, pipeline.model)
-        try:
-            prepared = prepare_run(pipeline, backend, out, model=pipeline.model)
-            return await prepared.execute()
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(go())
+    return run_remote(pipeline, out)
 
 
 def texts(out: Path, manifest: dict[str, Any]) -> dict[str, str]:

@@ -126,6 +126,18 @@ def test_a_more_round_that_restarts_the_section_is_cut(tmp_path: Path) -> None:
     assert manifest["sections"][0]["rounds"][1]["stop_reason"] == "repetition"
 
 
+SIBLINGS = """
+name: sib
+defaults: {max_tokens: 50, max_rounds: 2}
+inputs:
+  topics: [Early signal boxes, Electric interlocking]
+sections:
+  - id: part
+    foreach: inputs.topics
+    prompt: "[{{ 'a' if loop_index == 1 else 'b' }}] Write about {{ item }}."
+"""
+
+
 @pytest.mark.parametrize(
     ("reply", "kept"),
     [
@@ -149,16 +161,7 @@ def test_a_more_round_that_restarts_the_section_is_cut(tmp_path: Path) -> None:
     ],
 )
 def test_a_fan_out_part_stops_at_a_sibling_title(tmp_path: Path, reply: str, kept: str) -> None:
-    yaml = """
-name: sib
-defaults: {max_tokens: 50, max_rounds: 2}
-inputs:
-  topics: [Early signal boxes, Electric interlocking]
-sections:
-  - id: part
-    foreach: inputs.topics
-    prompt: "[{{ 'a' if loop_index == 1 else 'b' }}] Write about {{ item }}."
-"""
+    yaml = SIBLINGS
     backend = FakeBackend({"a": [(reply, "stop")], "b": [("Relays replaced levers.", "stop")]})
     manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
     first = backend.calls_for("a")[0]
@@ -175,18 +178,7 @@ sections:
 
 
 def test_a_part_that_starts_the_article_over_stops_there(tmp_path: Path) -> None:
-    yaml = """
-name: sib
-defaults: {max_tokens: 50, max_rounds: 2}
-inputs:
-  topics: [Early signal boxes, Electric interlocking]
-sections:
-  - id: part
-    foreach: inputs.topics
-    prompt: "[{{ 'a' if loop_index == 1 else 'b' }}] Write about {{ item }}."
-document:
-  title: 铁路信号 Railway signalling
-"""
+    yaml = SIBLINGS + "document:\n  title: 铁路信号 Railway signalling\n"
     reply = (
         "Levers moved the points. Men pulled them by hand, all day long, in every weather."
         "\n\n# 铁路信号 Railway Signalling\nAgain."

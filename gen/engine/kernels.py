@@ -22,7 +22,7 @@ import os
 import platform
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 
@@ -34,6 +34,7 @@ LDFLAGS = ["-fopenmp"]
 
 log = logging.getLogger(__name__)
 
+FAILED = "build-failed"  # in a build's folder: why it failed, so it is not tried again
 _loaded: ModuleType | None = None
 _tried = False
 _error: str | None = None
@@ -59,9 +60,12 @@ def build_dir() -> Path:
     return gen_home() / "kernels" / key
 
 
-def load() -> ModuleType | None:
+def load(retry: bool = False) -> ModuleType | None:
     """The compiled kernels, building them the first time; None where unavailable
-    (`error()` says why, and a warning on the `gen.engine.kernels` logger)."""
+    (`error()` says why, and a warning on the `gen.engine.kernels` logger). A build that
+    failed is remembered for its build key and not tried again, and said once: later
+    processes fall back quietly; `retry` (what `python -m gen.engine.kernels`, and so
+    `make install`, does) tries again."""
     global _loaded, _tried, _error
     if _tried:
         return _loaded
@@ -70,11 +74,18 @@ def load() -> ModuleType | None:
         _error = "switched off (GEN_KERNELS=0) or not an AVX2 x86-64 CPU"
         log.warning("gen: CPU kernels not in use (%s); PyTorch's operations run instead", _error)
         return None
+    where = build_dir()
+    failed = where / FAILED
+    if retry:
+        failed.unlink(missing_ok=True)
+    elif failed.is_file() and not any(where.glob("*.so")):
+        _error = failed.read_text(encoding="utf-8", errors="replace").strip()
+        log.debug("gen: CPU kernels unavailable (their build failed before): %s", _error)
+        return None
     try:
         from torch.utils.cpp_extension import load as build
 
         _find_ninja()
-        where = build_dir()
         where.mkdir(parents=True, exist_ok=True)
         with _build_lock(where):
             if not any(where.glob("*.so")):
@@ -89,8 +100,15 @@ def load() -> ModuleType | None:
             )
     except Exception as exc:  # no compiler, no ninja, a build error: fall back
         _error = _reason(exc)
-        log.warning("gen: CPU kernels unavailable, PyTorch's operations run instead: %s", _error)
+        log.warning(
+            "gen: CPU kernels unavailable, PyTorch's operations run instead: %s "
+            "(not tried again; `python -m gen.engine.kernels` retries)",
+            _error,
+        )
         _loaded = None
+        with suppress(OSError):  # (a torn note is still a note: it only holds the reason)
+            where.mkdir(parents=True, exist_ok=True)
+            failed.write_text(_error + "\n", encoding="utf-8")
     return _loaded
 
 
@@ -136,6 +154,6 @@ def _find_ninja() -> None:
 
 if __name__ == "__main__":  # `python -m gen.engine.kernels`: build now (make install does)
     logging.basicConfig(format="%(message)s")
-    if load() is None:
+    if load(retry=True) is None:
         sys.exit(1)
     print(f"gen: CPU kernels ready in {build_dir()}", file=sys.stderr)

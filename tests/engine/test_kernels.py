@@ -261,3 +261,39 @@ def test_a_build_lock_left_by_a_killed_build_is_cleared(tmp_path: Path) -> None:
     (tmp_path / "lock").write_text("")  # PyTorch's baton file, never removed after a kill
     with kernels._build_lock(tmp_path):
         assert not (tmp_path / "lock").exists()
+
+
+def test_a_failed_build_is_remembered_and_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import torch.utils.cpp_extension
+
+    monkeypatch.setattr(kernels, "build_dir", lambda: tmp_path / "key")
+    monkeypatch.setattr(kernels, "supported", lambda: True)
+    builds: list[str] = []
+
+    def broken(**kwargs: object) -> None:
+        builds.append(str(kwargs["name"]))
+        raise RuntimeError("error: g++: command not found")
+
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", broken)
+
+    def fresh_process() -> None:  # what a new process starts with
+        monkeypatch.setattr(kernels, "_tried", False)
+        monkeypatch.setattr(kernels, "_loaded", None)
+        monkeypatch.setattr(kernels, "_error", None)
+
+    fresh_process()
+    with caplog.at_level("WARNING", logger="gen.engine.kernels"):
+        assert kernels.load() is None
+    assert len(builds) == 1 and "g++: command not found" in (kernels.error() or "")
+    assert any("not tried again" in r.message for r in caplog.records)
+    caplog.clear()
+    fresh_process()
+    with caplog.at_level("WARNING", logger="gen.engine.kernels"):
+        assert kernels.load() is None  # not built again, and nothing said
+    assert len(builds) == 1 and caplog.records == []
+    assert "g++: command not found" in (kernels.error() or "")
+    fresh_process()
+    assert kernels.load(retry=True) is None  # `python -m gen.engine.kernels` tries again
+    assert len(builds) == 2

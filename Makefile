@@ -9,7 +9,7 @@ PDF_DEBS := libpango-1.0-0 libpangoft2-1.0-0 poppler-utils fonts-noto-cjk fonts-
 	fonts-noto-color-emoji
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test check lint bench install test-peers
+.PHONY: run test check lint bench install test-peers soak
 
 install: $(STAMP)
 
@@ -43,6 +43,15 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 check: lint test
+
+# The long reliability suite (under 15 minutes on 2 cores): more kill points, more fuzzed
+# inputs, more load; ends with a table of what was tried and the failures (0).
+SOAK_REPORT := $(VENV)/soak-report.jsonl
+soak: $(STAMP)
+	rm -f $(SOAK_REPORT)
+	GEN_SOAK=1 GEN_CRASH_SEEDS=8 GEN_SOAK_REPORT=$(abspath $(SOAK_REPORT)) \
+		$(BIN)/python -m pytest tests/reliability -q -p no:cacheprovider; \
+		status=$$?; $(BIN)/python -m tests.reliability.soak $(SOAK_REPORT) $$status
 
 bench: $(STAMP)
 	$(BIN)/gen bench

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability.soak import record
+
 pytestmark = pytest.mark.real_model
 
 GEN = Path(sys.executable).parent / "gen"
@@ -122,6 +124,7 @@ def test_a_killed_run_resumes_to_the_same_finished_sections(tmp_path: Path, seed
     at = random.Random(seed).randint(3, 20)
     status = kill_after(cmd, out, at, tmp_path / "killed.log")
     assert status == -signal.SIGKILL, (tmp_path / "killed.log").read_text("utf-8", "replace")
+    record("crashes injected")
     (run_dir,) = (out / "crash").iterdir()
     whole_files(out)
     before = finished_sections(run_dir)
@@ -146,6 +149,7 @@ def test_a_killed_batch_resumes_every_record(tmp_path: Path, seed: int) -> None:
     at = random.Random(100 + seed).randint(5, 60)  # of about 80 events in all
     status = kill_after(cmd, out, at, tmp_path / "killed.log")
     assert status == -signal.SIGKILL, (tmp_path / "killed.log").read_text("utf-8", "replace")
+    record("crashes injected")
     whole_files(out)
     batch = out / "crash" / "teas"
     befores = {}

@@ -35,12 +35,13 @@ def _as_list(value: Any) -> Any:
 
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegativeFloat = Annotated[float, Field(ge=0)]
+# infinities are refused: a remote server gets the settings as JSON, which has none
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 TopP = Annotated[float, Field(gt=0, le=1)]
 UnitFloat = Annotated[float, Field(ge=0, le=1)]
 Penalty = Annotated[float, Field(ge=-2, le=2)]
-DryBase = Annotated[float, Field(gt=1)]
+DryBase = Annotated[float, Field(gt=1, allow_inf_nan=False)]
 
 
 def _ngram_size(value: Any) -> Any:

@@ -1,11 +1,13 @@
-"""YAML with positions: plain Python data plus a SourceMap of every key and value (1-based).
+"""YAML with positions: plain JSON-like data (mappings, lists, strings, finite numbers, booleans,
+null) plus a SourceMap of every key and value (1-based).
 
-Knows YAML syntax, duplicate keys, characters YAML refuses, alias bombs and locations;
-nothing about pipelines.
+Knows YAML syntax, duplicate keys, characters YAML refuses, alias bombs, nesting depth and
+locations; nothing about pipelines.
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,9 +21,13 @@ from gen.pipeline.snippet import located_error, position
 
 YamlPath = tuple[Any, ...]  # mapping keys and sequence indices from the root
 MAX_VALUES = 100_000  # what a document may expand to through aliases and merges
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_DEPTH = 100  # lists and mappings nested in each other, aliases included
+_TAG = "tag:yaml.org,2002:"
+_MAP_TAG = _TAG + "map"
+_SEQ_TAG = _TAG + "seq"
+_MERGE_TAG = _TAG + "merge"
+_SCALAR_TAGS = frozenset(_TAG + name for name in ("null", "bool", "int", "float", "str"))
+_TIMESTAMP_TAG = _TAG + "timestamp"  # kept as the text written: JSON has no dates
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +108,7 @@ def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     """Parse one YAML document into plain data and its SourceMap; errors are ConfigError."""
     smap = SourceMap(file, text)
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
     except yaml.reader.ReaderError as exc:  # raised for the whole text before parsing
         raise _character_error(exc, smap) from None
     try:
@@ -110,13 +116,42 @@ def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
         data = None
         if root is not None:
             builder = _Builder(loader, smap)
-            builder.size(root)  # refuses an alias bomb before anything is built
+            builder.size(root, 1)  # refuses an alias bomb before anything is built
             data = builder.build(root, ())
+    except _TooDeep as exc:
+        raise smap.error_at(exc.line, exc.col, _too_deep()) from None
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(exc, smap) from None
     finally:
         loader.dispose()
     return data, smap
+
+
+class _TooDeep(Exception):
+    def __init__(self, mark: yaml.Mark) -> None:
+        super().__init__()
+        self.line, self.col = mark.line + 1, mark.column + 1
+
+
+def _too_deep() -> str:
+    return f"lists and mappings nested more than {MAX_DEPTH} deep; flatten the value"
+
+
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # yaml has no type stubs
+    """SafeLoader whose composer (which recurses once per level) stops at MAX_DEPTH, long
+    before Python's recursion limit: `[[[[...` ten thousand deep is refused, not a crash."""
+
+    depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        if self.depth >= MAX_DEPTH:
+            raise _TooDeep(self.peek_event().start_mark)
+        self.depth += 1
+        try:
+            node: Node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        return node
 
 
 class _Builder:
@@ -126,22 +161,30 @@ class _Builder:
         self.loader = loader
         self.smap = smap
         self.sizes: dict[int, int] = {}  # id(node) -> values it expands to
+        self.heights: dict[int, int] = {}  # id(node) -> levels of nesting it holds
         self.active: set[int] = set()
 
-    def size(self, node: Node) -> int:
-        """The values `node` expands to, each alias counted again: an alias is the same
-        node once more, so nine levels of nine aliases would build 9**9 values. Counted per
-        node before anything is built; past MAX_VALUES it fails at the innermost node
-        that crosses the limit."""
+    def size(self, node: Node, depth: int) -> int:
+        """The values `node` (at nesting level `depth`) expands to, each alias counted again:
+        an alias is the same node once more, so nine levels of nine aliases would build 9**9
+        values. Counted per node before anything is built; past MAX_VALUES it fails at the
+        innermost node that crosses the limit. Aliases can also nest a value deeper than
+        its text does (`b: [*a]`, `c: [*b]`, ...): past MAX_DEPTH levels it fails too."""
         if id(node) in self.sizes:
+            if depth + self.heights[id(node)] - 1 > MAX_DEPTH:
+                raise self._error(node, _too_deep())
             return self.sizes[id(node)]
         if id(node) in self.active:
             raise self._error(node, "recursive YAML alias")
+        if depth > MAX_DEPTH:
+            raise self._error(node, _too_deep())
         self.active.add(id(node))
-        total = 1
+        total, height = 1, 1
         try:
-            for child, merged in self._children(node):
-                total += self.size(child) - (1 if merged else 0)
+            for child, merged in self._children(node):  # merged: its entries, on this level
+                level = 0 if merged else 1
+                total += self.size(child, depth + level) - (1 - level)
+                height = max(height, level + self.heights[id(child)])
                 if total > MAX_VALUES:
                     raise self._error(
                         node,
@@ -150,7 +193,7 @@ class _Builder:
                     )
         finally:
             self.active.discard(id(node))
-        self.sizes[id(node)] = total
+        self.sizes[id(node)], self.heights[id(node)] = total, height
         return total
 
     def _children(self, node: Node) -> Iterator[tuple[Node, bool]]:
@@ -169,7 +212,7 @@ class _Builder:
     def build(self, node: Node, path: YamlPath) -> Any:
         self.smap.values.setdefault(path, Span.of(node))
         if isinstance(node, ScalarNode):
-            return self.loader.construct_object(node, deep=True)
+            return self._scalar(node)
         if isinstance(node, SequenceNode):
             self._expect_tag(node, _SEQ_TAG)
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
@@ -184,7 +227,7 @@ class _Builder:
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 raise self._error(key_node, "mapping keys must be plain scalars")
-            key = self.loader.construct_object(key_node, deep=True)
+            key = self._scalar(key_node)
             if key in out:
                 first = self.smap.keys[(*path, key)]
                 raise self._error(
@@ -194,6 +237,24 @@ class _Builder:
             out[key] = self.build(value_node, (*path, key))
         return out
 
+    def _scalar(self, node: ScalarNode) -> Any:
+        """A scalar as JSON would hold it: dates stay the text written; binary data,
+        infinities, NaN and unpaired surrogates (`"\\ud800"`) are refused."""
+        if node.tag == _TIMESTAMP_TAG:
+            return node.value
+        if node.tag not in _SCALAR_TAGS:
+            raise self._error(node, f"unsupported YAML tag {node.tag!r}")
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except ValueError as exc:  # e.g. an integer past Python's 4300-digit limit
+            problem = "it has too many digits" if "digits" in str(exc) else str(exc)
+            raise self._error(node, f"cannot read this number: {problem}; quote it") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self._error(node, f"{node.value} is not allowed: give a finite number")
+        if isinstance(value, str) and not _encodable(value):
+            raise self._error(node, "a lone surrogate (\\ud800-\\udfff) is not a character")
+        return value
+
     def _expect_tag(self, node: Node, tag: str) -> None:
         if node.tag != tag:
             raise self._error(node, f"unsupported YAML tag {node.tag!r}")
@@ -201,6 +262,14 @@ class _Builder:
     def _error(self, node: Node, message: str) -> ConfigError:
         span = Span.of(node)
         return self.smap.error_at(span.line, span.col, message, span.width)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _character_error(exc: yaml.reader.ReaderError, smap: SourceMap) -> ConfigError:

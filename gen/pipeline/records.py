@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import ConfigError
+from gen.pipeline.inputs import unusable
 from gen.pipeline.snippet import decode_source
 from gen.pipeline.words import slugify
 from gen.pipeline.yaml_loader import load_yaml
 
 FORMATS = (".csv", ".jsonl", ".yaml", ".yml")
 _EXTRA = "\0extra"  # where csv puts the cells past the header's columns
+KEY_CHARS, KEY_BYTES = 80, 200  # a record's folder name; file systems allow 255 bytes
 
 
 @dataclass(slots=True)
@@ -44,6 +46,7 @@ def read_records(path: Path, key_field: str | None = None) -> list[Record]:
         raise ConfigError(f"records file not found: {file}") from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the records: {exc.strerror}") from None
+    text = text.removeprefix("\ufeff")  # the byte order mark spreadsheets write
     suffix = path.suffix.lower()
     if suffix == ".csv":
         records = _csv(text, file)
@@ -59,9 +62,13 @@ def _csv(text: str, file: str) -> list[Record]:
     reader = csv.DictReader(io.StringIO(text, newline=""), restkey=_EXTRA)
     if not reader.fieldnames:
         return []
-    blank = [i for i, name in enumerate(reader.fieldnames, 1) if not name.strip()]
-    if blank:
-        raise ConfigError(f"{file}:1: column {blank[0]} has no name in the header")
+    first_at: dict[str, int] = {}
+    for i, name in enumerate(reader.fieldnames, 1):
+        if not name.strip():
+            raise ConfigError(f"{file}:1: column {i} has no name in the header")
+        if name in first_at:
+            raise ConfigError(f"{file}:1: columns {first_at[name]} and {i} are both {name!r}")
+        first_at[name] = i
     records, line = [], reader.line_num
     try:
         for number, row in enumerate(reader, 1):
@@ -73,28 +80,40 @@ def _csv(text: str, file: str) -> list[Record]:
             elif any(v is None for v in row.values()):
                 record.error = "fewer cells than the header has columns"
             records.append(record)
-    except csv.Error as exc:
-        raise ConfigError(f"{file}:{reader.line_num}: not CSV: {exc}") from None
+    except csv.Error as exc:  # the record that starts after the last one read
+        problem = f"not CSV: {exc}"
+        if "field limit" in str(exc):
+            problem = f"a cell is longer than {csv.field_size_limit():,} characters"
+        raise ConfigError(f"{file}:{line + 1}: {problem}") from None
     return records
 
 
 def _jsonl(text: str) -> list[Record]:
     records: list[Record] = []
-    for line_no, line in enumerate(text.splitlines(), 1):
+    for line_no, line in enumerate(text.split("\n"), 1):  # JSON strings may hold U+2028
         if not line.strip():
             continue
         record = Record(len(records) + 1, line_no)
         try:
-            value = json.loads(line)
+            value = json.loads(line, parse_constant=_no_constant)
         except ValueError as exc:
-            record.error = f"not JSON: {exc}"
+            too_long = "integer string conversion" in str(exc)  # Python's 4300-digit limit
+            record.error = "a number has too many digits" if too_long else f"not JSON: {exc}"
+        except RecursionError:
+            record.error = "not JSON this program can read: it is nested too deeply"
         else:
-            if isinstance(value, dict):
-                record.fields = value
-            else:
+            if not isinstance(value, dict):
                 record.error = f"a record must be a JSON object, got {type(value).__name__}"
+            elif (problem := unusable(value)) is not None:
+                record.error = f"cannot be an input: {problem}"
+            else:
+                record.fields = value
         records.append(record)
     return records
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON (Python writes it; JSON has no such number)")
 
 
 def _yaml(text: str, file: str) -> list[Record]:
@@ -122,7 +141,8 @@ def _assign_keys(records: list[Record], key_field: str | None) -> None:
         if key_field is not None:
             value = record.fields.get(key_field)
             if value is not None and str(value).strip():
-                key = slugify(str(value))[:80] or key
+                slug = slugify(str(value))[:KEY_CHARS].encode()[:KEY_BYTES]
+                key = slug.decode(errors="ignore").strip("-") or key
             elif record.error is None:
                 record.error = f"--key {key_field}: the record has no {key_field!r}"
         unique, n = key, 2

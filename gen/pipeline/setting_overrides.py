@@ -9,6 +9,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gen.errors import ConfigError
+from gen.pipeline.inputs import shorten, unusable
 from gen.pipeline.render import COUNT_FIELDS
 from gen.pipeline.schema_errors import describe
 from gen.pipeline.spec import GENERATION_FIELDS, Pipeline
@@ -25,10 +26,16 @@ M = TypeVar("M", bound=BaseModel)
 def split_overrides(
     overrides: Mapping[str, object],
 ) -> tuple[dict[str, object], dict[str, object]]:
-    """(inputs, settings): a key with a dot is a setting, since input names have none."""
+    """(inputs, settings): a key with a dot is a setting, since input names have none.
+    Keys and values that no file or request could carry (see inputs.unusable) are refused."""
     inputs: dict[str, object] = {}
     settings: dict[str, object] = {}
     for key, value in overrides.items():
+        problem = unusable(key)
+        if problem is None:
+            problem = unusable(value)
+        if problem is not None:
+            raise ConfigError(f"--set {shorten(key)}: {problem}")
         scope, dot, rest = key.partition(".")
         if not dot:
             inputs[key] = value
@@ -37,7 +44,7 @@ def split_overrides(
         else:
             meant = closest(scope, _SCOPES)
             tip = f"did you mean {f'{meant}.{rest}'!r}? " if meant else ""
-            raise ConfigError(f"--set {key}: unknown setting; {tip}({_FORMS})")
+            raise ConfigError(f"--set {shorten(key)}: unknown setting; {tip}({_FORMS})")
     return inputs, settings
 
 

@@ -1,5 +1,6 @@
 """The Jinja2 sandbox for prompts and documents: search folders, a loader that stays inside
-them, StrictUndefined, and the `slug` / `words` / `last_words` filters. No pipeline knowledge here.
+them, StrictUndefined, the `slug` / `words` / `last_words` filters, and the cost limits of
+template_limits.py. No pipeline knowledge here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from gen.errors import TemplateError
 from gen.pipeline.snippet import decode_source
+from gen.pipeline.template_limits import GLOBALS, SIZED_FILTERS, LimitedSandbox, counted
 from gen.pipeline.words import count_words, last_words, slugify
 
 _REPO_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -55,6 +57,10 @@ class ConfinedLoader(FileSystemLoader):
             raise TemplateOutsideFolders(
                 template, f"template path {template!r} points outside the template folders"
             )
+        if any(piece.startswith(".") for piece in pieces):  # .env, .git/config: no templates
+            raise TemplateOutsideFolders(
+                template, f"template path {template!r} names a hidden file or folder"
+            )
         if not self.roots:
             raise TemplateNotFound(
                 template, f"template {template!r} not found (no template folder)"
@@ -90,14 +96,14 @@ def display_name(filename: str) -> str:
 
 def make_environment(dirs: Sequence[Path]) -> SandboxedEnvironment:
     """The sandboxed environment every template of a pipeline is compiled in."""
-    env = SandboxedEnvironment(
+    env = LimitedSandbox(
         loader=ConfinedLoader(dirs),
         undefined=StrictUndefined,
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["slug"] = slugify
-    env.filters["words"] = count_words
-    env.filters["last_words"] = last_words
+    env.filters.update(SIZED_FILTERS, slug=slugify, words=count_words, last_words=last_words)
+    env.filters = {name: counted(f) for name, f in env.filters.items()}
+    env.globals.update(GLOBALS)
     return env

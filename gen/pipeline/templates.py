@@ -172,6 +172,8 @@ class TemplateSet:
             message = exc.message or f"template {exc.name!r} not found"
         elif isinstance(exc, TemplateSyntaxError):
             message = f"template syntax error: {exc.message}"
+        elif isinstance(exc, RecursionError):  # an include of itself (macros stop sooner)
+            message = "failed to render: templates include each other without end"
         else:
             message = f"failed to render: {type(exc).__name__}: {exc}"
         return self._locate(origin, Finding(message, lineno, needle))

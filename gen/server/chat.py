@@ -3,6 +3,7 @@ whole or streamed."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -83,6 +84,7 @@ async def chat_completions(request: Request) -> Response:
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
     state.check_model(req.model)
+    state.check_numbers(req)
     if req.stream_options is not None and not req.stream:
         raise APIError(400, "stream_options needs stream: true", param="stream_options")
     if req.top_logprobs is not None and not req.logprobs:
@@ -100,8 +102,9 @@ async def chat_completions(request: Request) -> Response:
                 "continue_final_message and add_generation_prompt cannot both be true",
                 param="add_generation_prompt",
             )
-    try:
-        ids = backend.encode(
+    try:  # off the event loop: a long prompt takes seconds, and other streams go on
+        ids = await asyncio.to_thread(
+            backend.encode,
             _messages(req),
             continue_final=req.continue_final_message,
             add_generation_prompt=req.wants_generation_prompt(),
@@ -112,7 +115,7 @@ async def chat_completions(request: Request) -> Response:
         ) from None
     state.check_prompt(ids, "messages")
     params = req.sampling_params(backend.context_window - len(ids), req.engine_logprobs())
-    gen = await state.start(ids, params, req.user)
+    gen = await state.start(ids, params, req)
     chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs)
 
     def whole(done: Collected) -> BaseModel:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -90,14 +91,15 @@ async def completions(request: Request) -> Response:
     backend = state.backend
     req = await parse_body(request, CompletionRequest)
     state.check_model(req.model)
+    state.check_numbers(req)
     if req.stream_options is not None and not req.stream:
         raise APIError(400, "stream_options needs stream: true", param="stream_options")
-    ids, text = _prompt(state, req)
+    ids, text = await asyncio.to_thread(_prompt, state, req)  # a long text takes seconds
     state.check_prompt(ids, "prompt")
     room = backend.context_window - len(ids)
     params = req.sampling_params(min(DEFAULT_MAX_TOKENS, room), req.engine_logprobs())
     echo = text if req.echo else ""
-    gen = await state.start(ids, params, req.user)
+    gen = await state.start(ids, params, req)
     chunks = TextChunks(backend.model, backend.token_bytes, req.logprobs is not None, echo)
 
     def whole(done: Collected) -> BaseModel:

@@ -1,9 +1,8 @@
 """OpenAI-shaped errors: `{"error": {"message", "type", "param", "code"}}` with the right
-status, from gen's exception tree, pydantic's validation errors and bad JSON."""
+status, from gen's exception tree and pydantic's validation errors (body.py: bad JSON)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -63,7 +62,8 @@ def from_validation(exc: ValidationError) -> APIError:
     param = ".".join(loc) or None
     where = f"{param}: " if param else ""
     note = _NOTES.get(param or "", "")
-    return APIError(400, f"{where}{first['msg']}{note}", param=param, code="invalid_value")
+    message = first["msg"].removeprefix("Value error, ")  # a validator's own ValueError
+    return APIError(400, f"{where}{message}{note}", param=param, code="invalid_value")
 
 
 _NOTES = {
@@ -87,14 +87,3 @@ def from_exception(exc: Exception) -> APIError:
     if isinstance(exc, GenError):
         return APIError(400 if exc.exit_code == 2 else 500, str(exc))
     return APIError(500, f"internal error: {type(exc).__name__}", code="internal_error")
-
-
-def parse_json(raw: bytes) -> dict[str, Any]:
-    """A request body as a JSON object, else a 400."""
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise APIError(400, f"the body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(data, dict):
-        raise APIError(400, "the body must be a JSON object", code="invalid_json")
-    return data

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from gen.backends.base import Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import BackendError
-from gen.sampling import SamplingParams
+from gen.sampling import InvalidParam, SamplingParams
 from gen.server.errors import APIError
 from gen.server.metrics import Metrics
 
@@ -116,6 +116,35 @@ class Generation:
         if not self.finished:
             self.metrics.aborted()
         return await self.stream.close()
+
+
+class ConstrainedStream:
+    """A constrained request's stream: its grammar failing mid-generation (too costly to
+    lex or parse, or nothing it allows: `a{99999999}`, 20,000 choices, a schema that only
+    refers to itself) is the request's fault, a 400 (param `constraint`, as for a grammar
+    that does not compile; the message names `field`), not a server error."""
+
+    def __init__(self, inner: Stream, field: str) -> None:
+        self.inner = inner
+        self.field = field
+
+    async def deltas(self) -> AsyncIterator[Delta]:
+        try:
+            async for d in self.inner.deltas():
+                yield d
+        except BackendError as exc:
+            # the engine's grammar errors are RuntimeErrors that say so (gen.engine.grammar)
+            if not str(exc.__cause__).startswith("the grammar "):
+                raise
+            reason = str(exc.__cause__).split("\n")[0]  # not llguidance's state dump
+            message = f"the output cannot follow the {self.field}: {reason}"
+            raise InvalidParam("constraint", message) from None
+
+    async def resume(self, max_tokens: int) -> None:
+        await self.inner.resume(max_tokens)
+
+    async def close(self) -> str:
+        return await self.inner.close()
 
 
 class FaultyStream:

@@ -140,8 +140,8 @@ class _Sampling(_Request):
     @classmethod
     def _token_ids(cls, value: dict[str, float] | None) -> dict[str, float] | None:
         for key in value or {}:
-            if not key.isdigit():
-                raise ValueError(f"keys must be token ids, got {key!r}")
+            if not (key.isascii() and key.isdigit() and len(key) <= 18):
+                raise ValueError(f"keys must be token ids, got {key[:40]!r}")
         return value
 
     @property
@@ -162,6 +162,11 @@ class _Sampling(_Request):
             logprobs=logprobs,
             constraint=self.constraint(),
         )
+
+    def constraint_field(self) -> str:
+        """The parameter the constraint came from, for errors about it."""
+        fmt = getattr(self, "response_format", None)
+        return "response_format" if fmt is not None and fmt.type != "text" else "structured_outputs"
 
     def constraint(self) -> Constraint | None:
         """What the output must follow: response_format (chat) or vLLM's structured_outputs."""

@@ -8,7 +8,8 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from gen.server.errors import from_validation, parse_json
+from gen.server.body import parse_json
+from gen.server.errors import from_validation
 from gen.server.state import ServerState
 
 Body = TypeVar("Body", bound=BaseModel)

@@ -86,7 +86,10 @@ class BodyLimit:
 
     def _error(self) -> APIError:
         return APIError(
-            413, f"the request body is larger than {self.limit} bytes", code="body_too_large"
+            413,
+            f"the request body is larger than the limit of {self.limit} bytes "
+            f"({self.limit / 2**20:g} MB; gen serve --max-body-mb)",
+            code="body_too_large",
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -3,14 +3,22 @@ engine, the queue limit, the metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
 from gen.errors import ContextOverflowError
 from gen.sampling import SamplingParams
 from gen.server.errors import APIError
-from gen.server.generation import Admission, FaultyStream, Generation, ServedModel
+from gen.server.generation import (
+    Admission,
+    ConstrainedStream,
+    FaultyStream,
+    Generation,
+    ServedModel,
+)
 from gen.server.metrics import Metrics
+from gen.server.openai_api import ChatCompletionRequest, CompletionRequest
 
 DEFAULT_MAX_BODY_BYTES = 8 * 2**20
 
@@ -63,15 +71,51 @@ class ServerState:
                 400, f"{param}: token ids must be in [0, {vocab}), got {bad[0]}", param=param
             )
 
-    async def start(self, ids: list[int], params: SamplingParams, user: str | None) -> Generation:
+    def check_numbers(self, req: ChatCompletionRequest | CompletionRequest) -> None:
+        """What only this model bounds: a length within its window (a longer one is a
+        mistake, not a wish), token ids within its vocabulary."""
+        window, vocab = self.backend.context_window, self.backend.vocab_size
+        for name in ("max_tokens", "max_completion_tokens"):
+            value = getattr(req, name, None)
+            if value is not None and value > window:
+                raise APIError(
+                    400,
+                    f"{name}: at most the context window ({window} tokens), got {value}",
+                    param=name,
+                    code="invalid_value",
+                )
+        for i, token in enumerate(req.stop_token_ids or []):
+            if token >= vocab:
+                raise APIError(
+                    400,
+                    f"stop_token_ids.{i}: token ids must be in [0, {vocab}), got {token}",
+                    param=f"stop_token_ids.{i}",
+                    code="invalid_value",
+                )
+        for key in req.logit_bias or {}:
+            if int(key) >= vocab:
+                raise APIError(
+                    400,
+                    f"logit_bias: token ids must be in [0, {vocab}), got {key}",
+                    param="logit_bias",
+                    code="invalid_value",
+                )
+
+    async def start(
+        self, ids: list[int], params: SamplingParams, req: ChatCompletionRequest | CompletionRequest
+    ) -> Generation:
         """Admit a request (or answer 429) and submit it to the engine."""
-        self.backend.check(params)  # a bad grammar is a 400 now, not an error mid-stream
+        # a bad grammar is a 400 now, not an error mid-stream; compiled off the event loop
+        # (a large one takes seconds)
+        await asyncio.to_thread(self.backend.check, params)
         self.admission.enter()
         try:
             stream = await self.backend.generate(ids, params)
         except BaseException:
             self.admission.leave()
             raise
-        if self.config.fault_marker is not None and user == self.config.fault_marker:
+        if params.constraint is not None:
+            stream = ConstrainedStream(stream, req.constraint_field())
+        if self.config.fault_marker is not None and req.user == self.config.fault_marker:
             stream = FaultyStream(stream)
         return Generation(stream, self.admission, self.metrics)

@@ -157,5 +157,10 @@ def create_app(
     )
     app.state.server = ServerState(backend, config)
     app.state.runs = runs
-    app.state.openapi = openapi_document(backend.model, auth=bool(config.api_key))
+    app.state.openapi = openapi_document(
+        backend.model,
+        auth=bool(config.api_key),
+        window=backend.context_window,
+        runs=runs is not None,
+    )
     return app

@@ -1,5 +1,6 @@
 """The OpenAPI 3.1 document at /openapi.json, made from the pydantic models of the requests
-(openai_api) and responses (openai_responses)."""
+(openai_api, runs_models) and responses (openai_responses, runs_models); openapi_runs has
+the runs API's paths."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pydantic.json_schema import models_json_schema
 import gen
 from gen.server import openai_api as req
 from gen.server import openai_responses as res
+from gen.server.openapi_runs import runs_paths
+from gen.server.runs_models import RESPONSES as RUN_MODELS
 
 _MODELS: tuple[type[BaseModel], ...] = (
     req.ChatCompletionRequest,
@@ -21,6 +24,7 @@ _MODELS: tuple[type[BaseModel], ...] = (
     res.ModelList,
     res.ErrorResponse,
     res.Health,
+    *RUN_MODELS,
 )
 _ERRORS = {
     "400": "Invalid request: the message names the parameter",
@@ -50,13 +54,16 @@ def _json(name: str, description: str) -> dict[str, Any]:
 
 
 def _errors(codes: tuple[str, ...]) -> dict[str, Any]:
-    return {code: _json("ErrorResponse", _ERRORS[code]) for code in codes}
+    errors = {code: _json("ErrorResponse", _ERRORS[code]) for code in codes}
+    if "429" in errors:
+        errors["429"]["headers"] = {
+            "Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}
+        }
+    return errors
 
 
-def _generation(request: str, response: str, summary: str, auth: bool) -> dict[str, Any]:
-    codes = (
-        ("400", "401", "404", "413", "429", "500") if auth else ("400", "404", "413", "429", "500")
-    )
+def _generation(request: str, response: str, summary: str) -> dict[str, Any]:
+    codes = ("400", "404", "413", "429", "500")
     return {
         "post": {
             "summary": summary,
@@ -79,15 +86,29 @@ def _generation(request: str, response: str, summary: str, auth: bool) -> dict[s
     }
 
 
-def openapi_document(model: str, auth: bool) -> dict[str, Any]:
+def _at_most(schema: dict[str, Any], limit: int) -> None:
+    """An optional integer field's schema (`anyOf: [integer, null]`) with a maximum."""
+    for option in schema.get("anyOf", [schema]):
+        if option.get("type") == "integer":
+            option["maximum"] = limit
+
+
+def openapi_document(
+    model: str, auth: bool, *, window: int | None = None, runs: bool = False
+) -> dict[str, Any]:
     """`model`: the one model served (the only value requests may name); `auth`: whether
-    /v1/* needs a bearer key."""
+    /v1/* needs a bearer key; `window`: its context window (no max_tokens past it);
+    `runs`: whether the server runs pipelines (the runs API)."""
     _, top = models_json_schema(
         [(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}"
     )
     schemas: dict[str, Any] = top["$defs"]
     for request in ("ChatCompletionRequest", "CompletionRequest"):
-        schemas[request]["properties"]["model"] = {"type": "string", "enum": [model]}
+        properties = schemas[request]["properties"]
+        properties["model"] = {"type": "string", "enum": [model]}
+        for name in ("max_tokens", "max_completion_tokens"):
+            if window is not None and name in properties:
+                _at_most(properties[name], window)
     text = {
         "description": "Prometheus text",
         "content": {"text/plain": {"schema": {"type": "string"}}},
@@ -101,18 +122,23 @@ def openapi_document(model: str, auth: bool) -> dict[str, Any]:
                     "summary": "The model served",
                     "responses": {
                         "200": _json("ModelList", "The one model this server serves"),
-                        **(_errors(("401",)) if auth else {}),
                     },
                 }
             },
             "/v1/chat/completions": _generation(
-                "ChatCompletionRequest", "ChatCompletion", "Chat completion", auth
+                "ChatCompletionRequest", "ChatCompletion", "Chat completion"
             ),
-            "/v1/completions": _generation(
-                "CompletionRequest", "Completion", "Text completion", auth
-            ),
+            "/v1/completions": _generation("CompletionRequest", "Completion", "Text completion"),
             "/health": {"get": {"responses": {"200": _json("Health", "The server is up")}}},
             "/metrics": {"get": {"responses": {"200": text}}},
+            "/v1/session": {
+                "post": {
+                    "summary": "Set the dashboard's session cookie (HttpOnly): a browser's "
+                    "GET requests then need no Authorization header",
+                    "responses": {"204": {"description": "The cookie is set (with a key)"}},
+                }
+            },
+            **(runs_paths() if runs else {}),
             "/openapi.json": {
                 "get": {
                     "responses": {
@@ -132,4 +158,5 @@ def openapi_document(model: str, auth: bool) -> dict[str, Any]:
             if path.startswith("/v1/"):
                 for operation in item.values():
                     operation["security"] = [{"bearer": []}]
+                    operation["responses"] |= _errors(("401",))
     return doc

@@ -11,7 +11,6 @@ import socket
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -37,13 +36,7 @@ from gen.server.run_store import (
     settle_dead_run,
     summary,
 )
-
-
-class CreateRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    pipeline: str = Field(min_length=1)
-    inputs: dict[str, Any] = Field(default_factory=dict)
+from gen.server.runs_models import CreateRun
 
 
 def manager(request: Request) -> RunManager:

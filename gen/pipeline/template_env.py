@@ -57,13 +57,18 @@ class ConfinedLoader(FileSystemLoader):
             raise TemplateOutsideFolders(
                 template, f"template path {template!r} points outside the template folders"
             )
-        if any(piece.startswith(".") for piece in pieces):  # .env, .git/config: no templates
+        if any(p.startswith(".") and p != "." for p in pieces):  # .env, .git/: no templates
             raise TemplateOutsideFolders(
                 template, f"template path {template!r} names a hidden file or folder"
             )
         if not self.roots:
             raise TemplateNotFound(
                 template, f"template {template!r} not found (no template folder)"
+            )
+        found = next((p for p in (Path(r, *pieces) for r in self.searchpath) if p.is_file()), None)
+        if found is not None and not self._inside(found):  # checked before a byte is read
+            raise TemplateOutsideFolders(
+                template, f"template {template!r} resolves outside the template folders"
             )
         try:
             source, filename, uptodate = super().get_source(environment, template)
@@ -76,13 +81,12 @@ class ConfinedLoader(FileSystemLoader):
             path = next(root / template for root in self.roots if (root / template).is_file())
             decode_source(path.read_bytes(), display_name(str(path)), TemplateError)
             raise  # it is UTF-8 now: it was rewritten in between
-        resolved = Path(filename).resolve()
-        if not any(resolved.is_relative_to(root) for root in self.roots):
-            raise TemplateOutsideFolders(
-                template, f"template {template!r} resolves outside the template folders"
-            )
         self.loaded.add(filename)
         return source, filename, uptodate
+
+    def _inside(self, path: Path) -> bool:
+        resolved = path.resolve()
+        return any(resolved.is_relative_to(root) for root in self.roots)
 
 
 def display_name(filename: str) -> str:

@@ -27,6 +27,8 @@ from gen.pipeline.templates import TemplateSet
 from gen.pipeline.variables import RESERVED, document_scope, input_scope, prompt_scope
 from gen.pipeline.yaml_loader import SourceMap, YamlPath, load_yaml
 
+MAX_PIPELINE_BYTES = 8 * 2**20  # YAML is parsed in Python: 8 MiB already takes seconds
+
 
 def load_pipeline(path: str | Path, overrides: Mapping[str, object] | None = None) -> Pipeline:
     """Load and statically check the pipeline file at `path`; raises ConfigError/TemplateError.
@@ -34,11 +36,15 @@ def load_pipeline(path: str | Path, overrides: Mapping[str, object] | None = Non
     `defaults.KEY` or `sections.ID.KEY` set a generation setting."""
     file, source = str(path), Path(path)
     try:
-        data = source.read_bytes()
+        with source.open("rb") as f:  # a cap, not read_bytes: the path may be /dev/zero
+            data = f.read(MAX_PIPELINE_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"pipeline file not found: {file}", file=file) from None
     except OSError as exc:
-        raise ConfigError(f"cannot read pipeline: {exc}", file=file) from None
+        raise ConfigError(f"cannot read pipeline: {exc.strerror or exc}", file=file) from None
+    if len(data) > MAX_PIPELINE_BYTES:
+        message = f"the pipeline is larger than {MAX_PIPELINE_BYTES // 2**20} MiB"
+        raise ConfigError(message, file=file)
     text = decode_source(data, file, ConfigError)
     return load_pipeline_text(
         text, file=file, base_dir=source.parent, name=source.stem, overrides=overrides

@@ -9,8 +9,10 @@ with little memory). A pipeline that loads can be written as JSON, as the manife
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
+import os
 import re
 import signal
 import time
@@ -31,11 +33,13 @@ from gen.pipeline.run.batch import Batch
 from gen.pipeline.spec import GENERATION_FIELDS, Section
 from gen.pipeline.variables import SectionResult, prompt_variables
 from gen.pipeline.yaml_loader import MAX_DEPTH, load_yaml
+from tests.reliability import soak
 
 T = TypeVar("T")
 LIMIT_S = 10.0  # per example: a guard against a hang, not a timing check
+SOAK = 5 if os.environ.get("GEN_SOAK") else 1  # make soak tries five times the inputs
 FUZZ = settings(
-    max_examples=100,
+    max_examples=100 * SOAK,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -61,8 +65,11 @@ def time_limit(seconds: float = LIMIT_S) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def outcome(fn: Callable[[], T]) -> T | GenError:
-    """`fn()`, or the GenError it raised; any other exception fails the test."""
+def outcome(fn: Callable[[], T], *, tried: bool = True) -> T | GenError:
+    """`fn()`, or the GenError it raised; any other exception fails the test. Counted as an
+    input tried in make soak's summary."""
+    if tried:
+        soak.record("inputs tried")
     with time_limit():
         try:
             return fn()
@@ -87,6 +94,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Raw(str):
     """YAML text written as it is: numbers and tags no Python value dumps to."""
 
+    def __repr__(self) -> str:  # a 4400-digit number is shown by its start
+        return f"Raw({str.__repr__(self[:20])}{'...' if len(self) > 20 else ''})"
+
 
 def repeated(text: str, times: int) -> st.SearchStrategy[str]:
     """`text * times`, built when drawn (a failure report then shows the recipe)."""
@@ -99,11 +109,7 @@ RAW_TEXTS = [
     '"\\ud800"', '"\\x00"', "!!binary aGk=", "!!python/object:os.system x", "!!set {a}",
     "&a [*a]", "!custom x",
 ]  # fmt: skip
-RAW = st.one_of(
-    st.sampled_from(RAW_TEXTS),
-    repeated("9", 4400),
-    repeated("f", 400).map(lambda t: "0x" + t),
-).map(Raw)
+RAW = st.sampled_from([Raw(t) for t in (*RAW_TEXTS, "9" * 4400, "0x" + "f" * 400)])
 NUMBERS = st.one_of(
     st.integers(min_value=-(10**6), max_value=10**6),
     st.sampled_from([0, -1, 1, 2, 2**31, 2**63, 10**400, -(10**400)]),
@@ -112,8 +118,7 @@ NUMBERS = st.one_of(
 TEXT = st.one_of(
     st.text(max_size=30),
     st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=30),
-    st.builds(lambda a, b: f"{a}\udcff{b}", st.text(max_size=5), st.text(max_size=5)),
-    st.sampled_from(["", " ", "auto", "kv", "list", "json", "none", "md", "\t", "茶 🍵"]),
+    st.sampled_from(["", " ", "auto", "kv", "list", "json", "none", "md", "\t", "茶 🍵", "\udcff"]),
 )
 SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, TEXT, RAW)
 VALUES = st.recursive(
@@ -233,7 +238,9 @@ def check_loaded(pipeline: Pipeline) -> None:
     results = {s.id: SectionResult(s.id, "text", ["x", "y"], s.id) for s in pipeline.sections}
     for section in pipeline.sections:
         variables = prompt_variables(pipeline, section, results, item="x")
-        rendered = outcome(lambda s=section, v=variables: render_prompt(pipeline, s, v))
+        rendered = outcome(
+            lambda s=section, v=variables: render_prompt(pipeline, s, v), tried=False
+        )
         if isinstance(rendered, GenError):
             assert_located(rendered, pipeline.file)
 
@@ -242,6 +249,73 @@ def check_loaded(pipeline: Pipeline) -> None:
 @given(TOP)
 def test_pipelines_with_random_values_in_every_field(top: dict[str, Any]) -> None:
     result = outcome(lambda: load_pipeline_text(pipeline_text(top), file="p.yaml"))
+    if isinstance(result, GenError):
+        assert_located(result, "p.yaml")
+    else:
+        check_loaded(result)
+
+
+VALID: dict[str, Any] = {
+    "name": "fuzz",
+    "model": "openai:fake",
+    "defaults": {"max_tokens": 64, "temperature": 0.7, "seed": 1, "stop": ["END"]},
+    "context": {"window": 4096, "reserve": 256},
+    "inputs": {"topic": "tea", "n": 3, "kinds": ["green", "black"]},
+    "sections": [
+        {"id": "a", "prompt": "Outline {{ topic }}.", "parse": "list", "max_items": 3},
+        {
+            "id": "b",
+            "foreach": "sections.a.items",
+            "prompt": "{{ item }} ({{ loop_index }}/{{ loop_length }})",
+            "target_words": 100,
+            "context": ["a", "previous"],
+        },
+        {"id": "c", "prompt": "{{ sections.b.text }} {{ n }}", "depends_on": ["b"]},
+    ],
+    "document": {"title": "{{ topic }}", "inline": "{% for p in parts %}{{ p.text }}{% endfor %}"},
+}
+PLACES: list[tuple[Any, ...]] = [
+    *((key,) for key in [*Pipeline.model_fields, "unknown"]),
+    *(("defaults", key) for key in [*GENERATION_FIELDS, "unknown"]),
+    *(("context", key) for key in ("window", "reserve", "unknown")),
+    *(("remote", key) for key in ("timeout", "max_retries", "concurrency")),
+    *(("document", key) for key in ("title", "inline", "template", "formats", "unknown")),
+    *(("inputs", key) for key in ("topic", "n", "kinds", "new", "")),
+    *(("sections", i, key) for i in range(3) for key in SECTION_KEYS),
+]
+
+
+def mutated(changes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
+    """VALID with each (place, value) of `changes` set."""
+    data = copy.deepcopy(VALID)
+    for place, value in changes:
+        node = data
+        for step in place[:-1]:
+            node = node.setdefault(step, {}) if isinstance(node, dict) else node[step]
+        if isinstance(node, dict):
+            node[place[-1]] = value
+    return data
+
+
+CHANGES = st.lists(
+    st.sampled_from(PLACES).flatmap(
+        lambda place: st.tuples(st.just(place), field_value(place[-1]))
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def test_the_valid_pipeline_loads() -> None:
+    check_loaded(load_pipeline_text(pipeline_text(VALID), file="p.yaml"))
+
+
+@FUZZ
+@given(CHANGES)
+def test_a_valid_pipeline_with_random_values_in_a_few_fields(
+    changes: list[tuple[tuple[Any, ...], Any]],
+) -> None:
+    result = outcome(lambda: load_pipeline_text(pipeline_text(mutated(changes)), file="p.yaml"))
     if isinstance(result, GenError):
         assert_located(result, "p.yaml")
     else:
@@ -350,6 +424,20 @@ def test_dates_and_huge_integers_load_as_json_values() -> None:
     assert huge.defaults.max_tokens == 10**400  # a round is capped by the window anyway
 
 
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/dev/zero", "the pipeline is larger than 8 MiB"),
+        ("/", "cannot read pipeline: Is a directory"),
+        ("/no/such/pipeline.yaml", "pipeline file not found"),
+    ],
+)
+def test_paths_that_are_no_pipeline_file(path: str, message: str) -> None:
+    error = outcome(lambda: load_pipeline(path))
+    assert isinstance(error, ConfigError)
+    assert str(error).startswith(f"{path}: {message}")
+
+
 def test_invalid_utf8_names_its_line_and_column(folder: Path) -> None:
     path = folder / "latin1.yaml"
     path.write_bytes(b"sections:\n  - {id: a, prompt: caf\xe9}\n")
@@ -402,7 +490,7 @@ def test_set_values(overrides: dict[str, str]) -> None:
         check_loaded(result)
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=25 * SOAK)
 @given(st.lists(st.tuples(SET_KEYS, SET_VALUES), max_size=3))
 def test_set_through_the_cli(folder: Path, pairs: list[tuple[str, str]]) -> None:
     path = folder / "set.yaml"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jinja2.loaders
 import pytest
 
 from gen.cli import main
@@ -29,6 +30,7 @@ from gen.pipeline import (
 from gen.pipeline.records import read_records
 from gen.pipeline.run.rundir import RunDir
 from tests.pipeline.fake_backend import FakeBackend, install
+from tests.reliability import soak
 
 LIMIT_S = 10.0  # a guard against a hang; the limits themselves act well within it
 PROMPT_LINE = 6  # where pipeline() puts the prompt
@@ -72,6 +74,7 @@ def rendered(text: str, file: str = "p.yaml", base_dir: Path | None = None) -> s
 
 
 def refusal(prompt: str) -> TemplateError:
+    soak.record("inputs tried")
     with pytest.raises(TemplateError) as info:
         rendered(pipeline(prompt))
     error = info.value
@@ -292,6 +295,21 @@ def test_a_template_file_outside_is_refused(project: Path, name: str) -> None:
     with pytest.raises(TemplateError, match="outside the template folders") as info:
         load_pipeline(path)
     assert str(info.value).startswith(f"{path}:3:15: sections[0].template: ")
+
+
+def test_a_file_outside_is_not_even_read(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+
+    def spy(file: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        return open(file, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.loaders, "open", spy, raising=False)
+    path = project / "p.yaml"
+    path.write_text(pipeline("{% include 'part.j2' %}{% include 'link.j2' %}"), "utf-8")
+    with pytest.raises(TemplateError, match="resolves outside"):
+        load_pipeline(path)
+    assert [Path(f).name for f in opened] == ["part.j2"]
 
 
 def test_templates_inside_the_folders_still_load(project: Path) -> None:

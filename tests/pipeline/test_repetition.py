@@ -248,12 +248,28 @@ def test_collapse(text: str) -> None:
     assert found.start < len(text) / 2
 
 
-def test_collapse_needs_150_fed_tokens() -> None:
+def test_a_collapse_across_rounds_is_caught() -> None:
+    """A retry's short rounds each add a few words of the same loop: the window reaches
+    back into the text before the round, so the loop is found once the fed words go on
+    with it (the second case is what a 5,000-word recipe part did, 30 words a round)."""
     base = ", ".join(f"item {i} is ready and the system keeps going on and on" for i in range(11))
     text = ", " + ", ".join(
         f"item {i} is ready and the system keeps going on and on" for i in range(11, 18)
-    )  # (fewer than 100 fed tokens: the few-words window is not full either)
-    assert feed(text, [6] * len(text), base)[1] is None
+    )  # fewer than 100 fed tokens
+    found = feed(text, [6] * len(text), base)[1]
+    assert found is not None and found.kind == "collapse"
+    assert found.start >= len(base)  # nothing before the round is cut
+    lines = ["LighthouseBuilding", "BridgeLighthouse", "LighthouseBuilding", "LighthouseBuilding"]
+    base = "Lighthouses guided ships for centuries.\n\n" + "\n".join(lines * 30)
+    found = feed("\n" + "\n".join(lines * 5), [9] * 200, base)[1]
+    assert found is not None and found.start >= len(base)
+
+
+def test_sound_text_after_a_loop_the_round_cannot_cut_passes() -> None:
+    base = ", ".join(f"item {i} is ready and the system keeps going on and on" for i in range(11))
+    fresh = ". Bakers in Lyon rose before dawn to knead dough, while millers hauled flour"
+    fresh += " from barges moored along the Saône and carters argued over tolls."
+    assert feed(fresh, [5] * len(fresh), base)[1] is None
 
 
 LOOPS = [PHRASE_LOOP, CHINESE_PHRASE_LOOP, "Intro. " + "very " * 30, PROSE[:300] + PROSE[:300]]

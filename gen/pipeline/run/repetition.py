@@ -26,6 +26,9 @@ WORD_SHARE = 0.2
 # echo: a sentence of at least ECHO_GRAMS word 5-grams, at least ECHO_SHARE of them in
 # earlier sections, says again what the document already said
 ECHO_N, ECHO_GRAMS, ECHO_SHARE = 5, 4, 0.5
+# a collapse window that reaches back into base is reported once FED_MIN fed tokens go on
+# with it: half their 4-grams seen before, or at most FED_NEW_WORDS of their words new
+FED_MIN, FED_NEW_WORDS = 16, 0.2
 # few words: fewer than this share of the last VOCAB_WINDOW prose tokens are distinct
 # (prose keeps 0.6-0.8 of a 100-token window distinct; a stuttering loop 0.3-0.4)
 VOCAB_WINDOW, VOCAB_DISTINCT = 100, 0.4
@@ -168,9 +171,34 @@ class LoopDetector:
         elif self._window:  # spans are looked for within one stretch of prose
             self._window.clear()
             self._runs = [0] * len(self._runs)
-        if found is None and fed:
-            found = self._collapse(event)
+        if found is None:
+            # base fills the windows too, so a loop fed a few words a round (a retry's short
+            # rounds) is seen across rounds; it is reported when the fed words repeat too
+            collapsed = self._collapse(event)
+            if fed and collapsed is not None and self._fed_repeats():
+                found = collapsed
         return found
+
+    def _fed_repeats(self) -> bool:
+        """The fed tokens in the collapse window go on with what came before them: at
+        least FED_MIN of them, half their 4-grams already in the window, or nearly all
+        their words. (A window of fed tokens only is judged on its own.)"""
+        recent = self._recent
+        fed = [i for i, t in enumerate(recent) if t.end > self._base_len]
+        if len(fed) == len(recent):
+            return True
+        if len(fed) < FED_MIN:
+            return False
+        norms = [t.norm for t in recent]
+        first = fed[0]
+        earlier_grams = {tuple(norms[i : i + 4]) for i in range(max(0, first - 3))}
+        fed_grams = [tuple(norms[i : i + 4]) for i in fed if i + 4 <= len(norms)]
+        repeated = sum(g in earlier_grams for g in fed_grams)
+        if fed_grams and repeated >= 0.5 * len(fed_grams):
+            return True
+        seen = set(norms[:first])
+        new = sum(norms[i] not in seen for i in fed)
+        return new <= FED_NEW_WORDS * len(fed)
 
     def _span(self, token: Token, fed: bool) -> Repetition | None:
         window, runs = self._window, self._runs

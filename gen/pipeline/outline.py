@@ -106,6 +106,26 @@ def _literal(text: str) -> str:
     return "".join(out)
 
 
+def tidy_title(title: str) -> str:
+    """A title that ran to its end badly (accepted once only repeats were refused) tidied:
+    what dangles at its end goes ("... building and the" -> "... building"; "bike,R" ->
+    "bike"). A title that would be left empty stays as it is."""
+    words = title.strip().split()
+    while words:
+        last = words[-1]
+        cut = re.sub(r"[,，][^,，]{0,2}$", "", last).rstrip(",，:：;-–—(/&'’")
+        if cut != last:
+            words[-1] = cut
+            if not cut:
+                words.pop()
+            continue
+        if len(words) > 1 and title_key(last) in DANGLING:
+            words.pop()
+            continue
+        break
+    return " ".join(words) or title.strip()
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     start: int  # where the refused item's line begins in the text

@@ -66,6 +66,26 @@ def test_the_guard_passes_distinct_items(titles: list[str]) -> None:
     assert refusal_reason(titles, exclude=("Conclusion",)) is None
 
 
+@pytest.mark.parametrize(
+    ("title", "tidy"),
+    [
+        ("The history of lighthouse building and the", "The history of lighthouse building"),
+        (
+            "Definition: Electric bicycles (eB) - A self-balancing bike,R",
+            "Definition: Electric bicycles (eB) - A self-balancing bike",
+        ),
+        ("Applications: eB,A,D", "Applications: eB"),
+        ("灯塔的历史", "灯塔的历史"),
+        ("The", "The"),
+        ("Bridges of the world", "Bridges of the world"),
+    ],
+)
+def test_a_title_that_ends_badly_is_tidied(title: str, tidy: str) -> None:
+    from gen.pipeline.outline import tidy_title
+
+    assert tidy_title(title) == tidy
+
+
 def test_a_lenient_guard_only_refuses_repeats() -> None:
     guard = ItemGuard(PROMPT, ("Conclusion",))
     guard.lenient = True

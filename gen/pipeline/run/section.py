@@ -17,7 +17,7 @@ from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
 from gen.pipeline.listparse import item_title, parse_json_items, parse_list, title_key
-from gen.pipeline.outline import ItemGuard, Refusal, json_list_schema, list_grammar
+from gen.pipeline.outline import ItemGuard, Refusal, json_list_schema, list_grammar, tidy_title
 from gen.pipeline.quality import measure, ngrams, tokens
 from gen.pipeline.render import document_title, render_count, render_prompt, render_system
 from gen.pipeline.run.budget import Fitted, fit_prompt
@@ -258,6 +258,7 @@ class SectionRun:
         else:
             items = parse_list(self.text, self.exclude)
         title = title_key(document_title(self.ctx.pipeline))
+        items = [tidy_title(i) if isinstance(i, str) else i for i in items]
         return [i for i in items if title_key(item_title(i)) != title][:most]
 
     @property

@@ -55,14 +55,19 @@ def add_command(sub: Any) -> None:
         help="allow browser requests from this origin (repeatable; '*' for any; default none)",
     )
     s.add_argument(
-        "--max-slots", type=int, default=16, metavar="N", help="sequences decoded together"
+        "--max-slots",
+        type=int,
+        default=16,
+        metavar="N",
+        help="sequences decoded together (default 16)",
     )
     s.add_argument(
         "--max-queue",
         type=int,
         default=256,
         metavar="N",
-        help="requests queued or running at once; past it a 429 with Retry-After",
+        help="completion requests queued or running at once (default 256); past it a 429 "
+        "with Retry-After, before the body is read",
     )
     s.add_argument(
         "-o",
@@ -79,14 +84,18 @@ def add_command(sub: Any) -> None:
         "(default pipelines/)",
     )
     s.add_argument(
-        "--max-runs", type=int, default=2, metavar="N", help="pipeline runs generating at once"
+        "--max-runs",
+        type=int,
+        default=2,
+        metavar="N",
+        help="pipeline runs generating at once (default 2)",
     )
     s.add_argument(
         "--max-run-queue",
         type=int,
         default=16,
         metavar="N",
-        help="runs waiting for a place; past it POST /v1/runs answers 429",
+        help="runs waiting for a place (default 16); past it POST /v1/runs answers 429",
     )
     s.add_argument(
         "--sse-ping",

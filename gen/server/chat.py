@@ -14,6 +14,7 @@ from starlette.responses import Response
 from gen.backends.base import Delta, Message
 from gen.backends.collect import Collected
 from gen.server.errors import APIError
+from gen.server.generation import Place
 from gen.server.logprobs import TokenBytes, chat_logprobs
 from gen.server.openai_api import ChatCompletionRequest
 from gen.server.openai_responses import (
@@ -27,7 +28,7 @@ from gen.server.openai_responses import (
     Usage,
     usage,
 )
-from gen.server.request import parse_body, server_state
+from gen.server.request import admitted, parse_body, server_state
 from gen.server.streaming import respond
 
 
@@ -79,7 +80,8 @@ def _messages(req: ChatCompletionRequest) -> list[Message]:
     ]
 
 
-async def chat_completions(request: Request) -> Response:
+@admitted
+async def chat_completions(request: Request, place: Place) -> Response:
     state = server_state(request)
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
@@ -115,7 +117,7 @@ async def chat_completions(request: Request) -> Response:
         ) from None
     state.check_prompt(ids, "messages")
     params = req.sampling_params(backend.context_window - len(ids), req.engine_logprobs())
-    gen = await state.start(ids, params, req)
+    gen = await state.start(ids, params, req, place)
     chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs)
 
     def whole(done: Collected) -> BaseModel:

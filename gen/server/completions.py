@@ -13,6 +13,7 @@ from starlette.responses import Response
 from gen.backends.base import Delta
 from gen.backends.collect import Collected
 from gen.server.errors import APIError
+from gen.server.generation import Place
 from gen.server.logprobs import TokenBytes, completion_logprobs
 from gen.server.openai_api import CompletionRequest
 from gen.server.openai_responses import (
@@ -21,7 +22,7 @@ from gen.server.openai_responses import (
     CompletionLogprobs,
     usage,
 )
-from gen.server.request import parse_body, server_state
+from gen.server.request import admitted, parse_body, server_state
 from gen.server.state import ServerState
 from gen.server.streaming import respond
 
@@ -86,7 +87,8 @@ def _prompt(state: ServerState, req: CompletionRequest) -> tuple[list[int], str]
     return ids, text
 
 
-async def completions(request: Request) -> Response:
+@admitted
+async def completions(request: Request, place: Place) -> Response:
     state = server_state(request)
     backend = state.backend
     req = await parse_body(request, CompletionRequest)
@@ -99,7 +101,7 @@ async def completions(request: Request) -> Response:
     room = backend.context_window - len(ids)
     params = req.sampling_params(min(DEFAULT_MAX_TOKENS, room), req.engine_logprobs())
     echo = text if req.echo else ""
-    gen = await state.start(ids, params, req)
+    gen = await state.start(ids, params, req, place)
     chunks = TextChunks(backend.model, backend.token_bytes, req.logprobs is not None, echo)
 
     def whole(done: Collected) -> BaseModel:

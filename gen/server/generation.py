@@ -48,35 +48,48 @@ class ServedModel(Protocol):
 
 
 class Admission:
-    """At most `limit` requests admitted and unanswered; past it a 429 with Retry-After."""
+    """At most `limit` requests admitted and unanswered; past it a 429 with Retry-After.
+    A request is admitted before its body is read, so the limit bounds the memory that
+    bodies, prompts and grammars being prepared can hold, not only the engine's queue."""
 
     def __init__(self, limit: int, metrics: Metrics) -> None:
         self.limit = limit
         self.count = 0
         self.metrics = metrics
 
-    def enter(self) -> None:
+    def enter(self) -> Place:
         if self.count >= self.limit:
             self.metrics.rejected.labels(self.metrics.model).inc()
             raise APIError(
                 429,
                 f"the server is busy: {self.count} requests are queued or running "
-                f"(limit {self.limit}); retry shortly",
+                f"(limit {self.limit}, gen serve --max-queue); retry shortly",
                 code="queue_full",
                 headers={"Retry-After": "1"},
             )
         self.count += 1
+        return Place(self)
+
+
+class Place:
+    """One request's place in the queue; given back once, however often leave() is called."""
+
+    def __init__(self, admission: Admission) -> None:
+        self.admission = admission
+        self.held = True
 
     def leave(self) -> None:
-        self.count -= 1
+        if self.held:
+            self.held = False
+            self.admission.count -= 1
 
 
 class Generation:
     """A request's stream, timed and counted; close() ends it and gives its place back."""
 
-    def __init__(self, stream: Stream, admission: Admission, metrics: Metrics) -> None:
+    def __init__(self, stream: Stream, place: Place, metrics: Metrics) -> None:
         self.stream = stream
-        self.admission = admission
+        self.place = place
         self.metrics = metrics
         self.start = time.perf_counter()
         self.first: float | None = None
@@ -112,7 +125,7 @@ class Generation:
         if self.closed:
             return ""
         self.closed = True
-        self.admission.leave()
+        self.place.leave()
         if not self.finished:
             self.metrics.aborted()
         return await self.stream.close()

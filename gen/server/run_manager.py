@@ -127,9 +127,9 @@ class RunManager:
 
     async def submit(self, request: RunRequest) -> ServerRun:
         """Check the request, make its run directory and queue it (429 past the queue)."""
-        self._check_queue()
+        self.check_queue()
         pipeline = await self.check(request)
-        self._check_queue()  # again: others may have come in while it was checked
+        self.check_queue()  # again: others may have come in while it was checked
         request.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         request.pipeline = pipeline.name
         run_dir = RunDir.create(self.out, pipeline.name)
@@ -137,7 +137,8 @@ class RunManager:
         run_dir.write_manifest(self._queued_manifest(run_dir, request))
         return self._start(ServerRun(run_dir, request))
 
-    def _check_queue(self) -> None:
+    def check_queue(self) -> None:
+        """A 429 when the run queue is full (before a request's body is even read)."""
         # (counted as a whole: a run just submitted is queued until its task takes a place)
         if len(self.runs) >= self.limits.max_runs + self.limits.max_queue:
             raise APIError(
@@ -228,7 +229,7 @@ class RunManager:
                 f"it there with `gen run <pipeline> --resume`",
                 code="run_not_resumable",
             )
-        self._check_queue()
+        self.check_queue()
         manifest = read_manifest(run_dir)
         manifest["status"] = "queued"
         manifest.pop("interrupted", None)

@@ -92,6 +92,7 @@ def require_json(request: Request) -> None:
 async def create_run(request: Request) -> Response:
     runs = manager(request)
     require_json(request)
+    runs.check_queue()
     body = await parse_body(request, CreateRun)
     try:
         asked = run_request(runs.pipelines, body.pipeline, body.inputs)

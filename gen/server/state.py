@@ -15,6 +15,7 @@ from gen.server.generation import (
     ConstrainedStream,
     FaultyStream,
     Generation,
+    Place,
     ServedModel,
 )
 from gen.server.metrics import Metrics
@@ -102,20 +103,19 @@ class ServerState:
                 )
 
     async def start(
-        self, ids: list[int], params: SamplingParams, req: ChatCompletionRequest | CompletionRequest
+        self,
+        ids: list[int],
+        params: SamplingParams,
+        req: ChatCompletionRequest | CompletionRequest,
+        place: Place,
     ) -> Generation:
-        """Admit a request (or answer 429) and submit it to the engine."""
+        """Submit an admitted request to the engine; the generation then holds its place."""
         # a bad grammar is a 400 now, not an error mid-stream; compiled off the event loop
         # (a large one takes seconds)
         await asyncio.to_thread(self.backend.check, params)
-        self.admission.enter()
-        try:
-            stream = await self.backend.generate(ids, params)
-        except BaseException:
-            self.admission.leave()
-            raise
+        stream = await self.backend.generate(ids, params)
         if params.constraint is not None:
             stream = ConstrainedStream(stream, req.constraint_field())
         if self.config.fault_marker is not None and req.user == self.config.fault_marker:
             stream = FaultyStream(stream)
-        return Generation(stream, self.admission, self.metrics)
+        return Generation(stream, place, self.metrics)

@@ -34,7 +34,7 @@ from markupsafe import Markup
 
 MAX_SIZE = 8_000_000  # characters of a text (items of a list) a template makes or outputs
 MAX_WORK = 64_000_000  # characters made in all by one render, its output included
-MAX_STEPS = 200_000  # loop turns, calls, filters and operators in one render
+MAX_STEPS = 100_000  # loop turns, calls, filters and operators in one render
 MAX_SECONDS = 10.0  # wall time of one render
 MAX_NESTING = 60  # calls inside calls (macros, recursive loops), far below Python's limit
 MAX_RANGE = 100_000  # numbers in one range()

@@ -22,6 +22,10 @@ from gen.pipeline.variables import SectionResult
 from gen.pipeline.yaml_loader import SourceMap, YamlPath, format_path
 
 _QUOTED = re.compile(r"'([^']+)'")
+_OPEN = re.compile(r"\{[{%]")
+# characters inside {{ }} and {% %} in all of a pipeline's templates: Jinja parses and
+# compiles them at roughly 50 µs each, so 50,000 take a few seconds
+MAX_CODE = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,7 @@ class TemplateSet:
         self._compiled: dict[YamlPath, tuple[Template, _Origin]] = {}
         self._inline: dict[str, _Origin] = {}  # compiled filename -> origin
         self._reads: dict[YamlPath, set[str]] = {}  # variables and sections.<id> read
+        self._code = 0  # characters of template code compiled so far
 
     def __contains__(self, path: YamlPath) -> bool:
         return tuple(path) in self._compiled
@@ -60,11 +65,14 @@ class TemplateSet:
         origin = _Origin(label, text, path=path)
         filename = f"<{label}>"
         self._inline[filename] = origin
+        self._charge(origin)
         try:
             ast = self.env.parse(text, filename=filename)
             code = self.env.compile(ast, filename=filename)
         except TemplateSyntaxError as exc:
             raise self._syntax_error(exc, origin) from None
+        except (RecursionError, SyntaxError) as exc:
+            raise self._too_deep(exc, origin) from None
         template = self.env.template_class.from_code(self.env, code, self.env.make_globals(None))
         self._compiled[path] = (template, origin)
         return self._check(ast, origin, scope, set(), self._reads.setdefault(path, set()))
@@ -72,7 +80,10 @@ class TemplateSet:
     def add_file(self, path: YamlPath, name: str, scope: Scope) -> list[str]:
         """Load, compile and check the template file `name` named at `path`."""
         label = f"{format_path(path)} {name!r}"
+        filename: str | None = None
         try:
+            source, filename, _ = self._loader.get_source(self.env, name)
+            self._charge(_Origin(label, source, filename=filename))
             template = self.env.get_template(name)
         except TemplateNotFound as exc:
             span = self.smap.value_span(path)
@@ -80,6 +91,8 @@ class TemplateSet:
             raise self._at(span.line, span.col, message, span.width) from None
         except TemplateSyntaxError as exc:
             raise self._syntax_error(exc, self._file_origin(label, exc.filename)) from None
+        except (RecursionError, SyntaxError) as exc:
+            raise self._too_deep(exc, self._file_origin(label, filename)) from None
         origin = self._file_origin(label, template.filename)
         self._compiled[path] = (template, origin)
         return self._check(
@@ -120,6 +133,7 @@ class TemplateSet:
             seen.add(name)
             try:
                 source, filename, _ = self._loader.get_source(self.env, name)
+                self._charge(_Origin(f"template {name!r}", source, filename=filename))
                 sub = self.env.parse(source, name, filename)
             except TemplateNotFound as exc:
                 raise self._locate(origin, Finding(exc.message or name, lineno, name)) from None
@@ -127,12 +141,35 @@ class TemplateSet:
                 raise self._syntax_error(
                     exc, self._file_origin(f"template {name!r}", exc.filename)
                 ) from None
+            except RecursionError as exc:
+                origin = self._file_origin(f"template {name!r}", filename)
+                raise self._too_deep(exc, origin) from None
             sub_origin = _Origin(f"template {name!r}", source, filename=filename)
             found = self._check(sub, sub_origin, scope, seen, reads)
             refs += [r for r in found if r not in refs]
         return refs
 
+    def _charge(self, origin: _Origin) -> None:
+        """Count the template's code toward MAX_CODE before it is parsed."""
+        text, at = origin.text, 0
+        while (found := _OPEN.search(text, at)) is not None:
+            close = text.find("}}" if found.group() == "{{" else "%}", found.end())
+            at = len(text) if close < 0 else close + 2
+            self._code += at - found.start()
+        if self._code > MAX_CODE:
+            message = (
+                f"the pipeline's templates hold more than {MAX_CODE:,} characters inside "
+                "{{ }} and {% %}, more than gen compiles; give long data as inputs"
+            )
+            raise self._locate(origin, Finding(message, 1))
+
     # -- errors -------------------------------------------------------------------------
+
+    def _too_deep(self, exc: RecursionError | SyntaxError, origin: _Origin) -> TemplateError:
+        """Python cannot compile the template: it nests past the recursion limit, or more
+        than 20 loops and blocks deep."""
+        reason = exc.msg if isinstance(exc, SyntaxError) else "past Python's recursion limit"
+        return self._locate(origin, Finding(f"the template nests too deeply ({reason})", 1))
 
     def _file_origin(self, label: str, filename: str | None) -> _Origin:
         text = Path(filename).read_text(encoding="utf-8") if filename else ""

@@ -22,6 +22,7 @@ from gen.pipeline.snippet import located_error, position
 YamlPath = tuple[Any, ...]  # mapping keys and sequence indices from the root
 MAX_VALUES = 100_000  # what a document may expand to through aliases and merges
 MAX_DEPTH = 100  # lists and mappings nested in each other, aliases included
+MAX_CHARS = 4 * 2**20  # PyYAML reads about a megabyte a second
 _TAG = "tag:yaml.org,2002:"
 _MAP_TAG = _TAG + "map"
 _SEQ_TAG = _TAG + "seq"
@@ -107,6 +108,9 @@ class SourceMap:
 def load_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     """Parse one YAML document into plain data and its SourceMap; errors are ConfigError."""
     smap = SourceMap(file, text)
+    if len(text) > MAX_CHARS:
+        message = f"longer than {MAX_CHARS // 2**20} MiB, more YAML than gen reads"
+        raise smap.error_at(1, 1, f"{message}; give long data as CSV or JSON Lines records")
     try:
         loader = _Loader(text)
     except yaml.reader.ReaderError as exc:  # raised for the whole text before parsing

@@ -119,6 +119,13 @@ def add_command(sub: Any) -> None:
         help="largest request body (default 8; past it a 413)",
     )
     s.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a request body that stalls this long before its end gets a 408 (default 30)",
+    )
+    s.add_argument(
         "--log-level",
         default="warning",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -142,6 +149,8 @@ def _check(args: argparse.Namespace, api_key: str | None) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {value}")
     if args.max_body_mb <= 0:
         raise ConfigError(f"--max-body-mb must be positive, got {args.max_body_mb}")
+    if args.body_timeout <= 0:
+        raise ConfigError(f"--body-timeout must be positive, got {args.body_timeout}")
     if args.sse_ping <= 0:
         raise ConfigError(f"--sse-ping must be positive, got {args.sse_ping}")
     check_out_dir(Path(args.out))
@@ -169,6 +178,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         api_key=api_key,
         cors_origins=tuple(args.cors_origin),
         max_body_bytes=int(args.max_body_mb * 2**20),
+        body_timeout=args.body_timeout,
         max_queue=args.max_queue,
         fault_marker=os.environ.get("GEN_SERVE_FAULT") or None,
         loopback_only=is_loopback(args.host),

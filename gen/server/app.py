@@ -116,7 +116,7 @@ def create_app(
             await runs.shutdown()
         await backend.aclose()
 
-    middleware = [Middleware(BodyLimit, limit=config.max_body_bytes)]
+    middleware = [Middleware(BodyLimit, limit=config.max_body_bytes, timeout=config.body_timeout)]
     if config.api_key:
         middleware.insert(0, Middleware(BearerAuth, api_key=config.api_key))
     if config.loopback_only:

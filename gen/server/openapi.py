@@ -30,6 +30,7 @@ _ERRORS = {
     "400": "Invalid request: the message names the parameter",
     "401": "Missing or wrong API key",
     "404": "No such model",
+    "408": "The request body stalled before its end (gen serve --body-timeout)",
     "413": "Request body too large",
     "429": "Queue full; retry after Retry-After seconds",
     "500": "Generation failed",
@@ -63,7 +64,7 @@ def _errors(codes: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _generation(request: str, response: str, summary: str) -> dict[str, Any]:
-    codes = ("400", "404", "413", "429", "500")
+    codes = ("400", "404", "408", "413", "429", "500")
     return {
         "post": {
             "summary": summary,

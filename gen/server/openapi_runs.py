@@ -11,6 +11,7 @@ ERRORS = {
     "400": "Invalid request: the message names the parameter",
     "401": "Missing or wrong API key",
     "404": "No such run",
+    "408": "The request body stalled before its end (gen serve --body-timeout)",
     "409": "The run is not in a state that allows this (the message says which)",
     "413": "Request body too large",
     "415": "The request's Content-Type is not application/json",
@@ -109,13 +110,13 @@ def runs_paths() -> dict[str, Any]:
     cancel = _operation(
         "Cancel a queued or running run (finished sections are kept)",
         {"200": _json("RunAction", "The run, cancelled")},
-        ("404", "409", "413", "415"),
+        ("404", "408", "409", "413", "415"),
         body=_JSON_BODY,
     )
     resume = _operation(
         "Resume a run this server started that failed, was cancelled or was interrupted",
         {"200": _json("RunAction", "The run, queued again")},
-        ("404", "409", "413", "415", "429"),
+        ("404", "408", "409", "413", "415", "429"),
         body=_JSON_BODY,
     )
     created = _json("RunCreated", "The run, queued")
@@ -125,7 +126,7 @@ def runs_paths() -> dict[str, Any]:
     create = _operation(
         "Start a pipeline run",
         {"201": created},
-        ("400", "413", "415", "422", "429"),
+        ("400", "408", "413", "415", "422", "429"),
         body={"required": True, "content": {"application/json": {"schema": _ref("CreateRun")}}},
         run_id=False,
     )

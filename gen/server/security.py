@@ -1,8 +1,10 @@
-"""The server's guards, as ASGI middleware: a bearer key on every /v1/* request, and a limit
-on the size of a request body (413 past it). Loopback binding is the CLI's check."""
+"""The server's guards, as ASGI middleware: a bearer key on every /v1/* request, and limits
+on a request body's size (413 past it) and on its stalls (408). Loopback binding is the
+CLI's check."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -78,11 +80,14 @@ class BearerAuth:
 
 class BodyLimit:
     """A request body past `limit` bytes is answered 413, whether it says its length or not
-    (a body read past the limit raises the 413 in whoever reads it)."""
+    (a body read past the limit raises the 413 in whoever reads it); one that stalls for
+    `timeout` seconds before its end is answered 408, so that a client which never sends
+    its body holds no place in the queue for long."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout: float) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     def _error(self) -> APIError:
         return APIError(
@@ -101,10 +106,22 @@ class BodyLimit:
             await self._error().response()(scope, receive, send)
             return
         seen = 0
+        done = False  # the body has ended: later receives wait for a disconnect, untimed
 
         async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, done
+            if done:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout)
+            except TimeoutError:
+                raise APIError(
+                    408,
+                    f"the request body stalled: nothing came for {self.timeout:g} s "
+                    f"(gen serve --body-timeout)",
+                    code="body_timeout",
+                ) from None
+            done = message["type"] != "http.request" or not message.get("more_body", False)
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:

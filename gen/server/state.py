@@ -22,6 +22,7 @@ from gen.server.metrics import Metrics
 from gen.server.openai_api import ChatCompletionRequest, CompletionRequest
 
 DEFAULT_MAX_BODY_BYTES = 8 * 2**20
+DEFAULT_BODY_TIMEOUT = 30.0  # seconds a request body may stall before its end
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,7 @@ class ServerConfig:
     api_key: str | None = None
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
     max_queue: int = 256  # requests admitted and unanswered; past it a 429
     fault_marker: str | None = None  # test hook: see generation.FaultyStream
     loopback_only: bool = False  # bound to loopback: refuse requests for other host names

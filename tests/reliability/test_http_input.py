@@ -8,6 +8,7 @@ OpenAI-shaped error that names what is wrong (its `param` where there is one): n
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from tests.server.conftest import MODEL, Server, running_server
 pytestmark = pytest.mark.real_model
 
 TIMEOUT = 60  # a guard against a hang: every answer here is a refusal, at once
+BODY_TIMEOUT = 2  # seconds a body may stall (gen serve --body-timeout)
 PIPELINE = """\
 name: tiny
 defaults: {max_tokens: 3, max_rounds: 1, temperature: 0, system: Be brief.}
@@ -183,6 +185,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (folder / "pipelines").mkdir()
     (folder / "pipelines" / "tiny.yaml").write_text(PIPELINE, "utf-8")
     args = ["--max-model-len", "64", "--pipelines", str(folder / "pipelines")]
+    args += ["--body-timeout", str(BODY_TIMEOUT), "--max-queue", "4"]
     with running_server(*args, "-o", str(folder / "out")) as s:
         yield s
 
@@ -296,6 +299,48 @@ def test_any_bytes(client: httpx.Client, endpoint: str, body: bytes) -> None:
     r = client.post(endpoint, content=body, headers=JSON_TYPE)
     assert_answered(r)
     assert r.status_code == 400 or body.strip().startswith(b"{"), r.text
+
+
+@pytest.mark.parametrize("endpoint", list(BODIES))
+def test_a_stalled_body_is_a_408_and_holds_no_place(server: Server, endpoint: str) -> None:
+    """Six uploads that stall, against four places in the queue (--max-queue 4): the four
+    admitted are answered 408 once they have stalled for --body-timeout and give their
+    places back, the other two a 429 at once (runs: a 408 each, their queue is another)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    head = (
+        f"POST {endpoint} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n"
+    ).encode()
+    socks = [socket.create_connection((host, int(port)), timeout=TIMEOUT) for _ in range(6)]
+    statuses = []
+    try:
+        for sock in socks:
+            sock.sendall(head + b'{"model": ')  # and nothing more
+        for sock in socks:
+            answer = _read_response(sock)
+            record("inputs tried")
+            status = int(answer.split(b" ", 2)[1])
+            error = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+            assert error["code"] == {408: "body_timeout", 429: "queue_full"}[status], error
+            statuses.append(status)
+    finally:
+        for sock in socks:
+            sock.close()
+    assert sorted(statuses) == ([408] * 6 if endpoint == RUNS else [408] * 4 + [429] * 2)
+    assert server.metrics()["gen_http_requests_in_flight"] == 0
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One response, read until the server closes the connection (it does, its request's
+    body unread) or the JSON body is whole."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = [ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+        if length and len(body) >= int(length[0].split(b":")[1]):
+            break
+    return data
 
 
 def test_the_server_still_answers(server: Server, client: httpx.Client) -> None:

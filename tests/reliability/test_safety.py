@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import time
 import tracemalloc
@@ -17,6 +18,8 @@ from typing import Any
 
 import jinja2.loaders
 import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 
 from gen.cli import main
 from gen.errors import ConfigError, GenError, TemplateError
@@ -33,6 +36,7 @@ from tests.pipeline.fake_backend import FakeBackend, install
 from tests.reliability import soak
 
 LIMIT_S = 10.0  # a guard against a hang; the limits themselves act well within it
+SOAK = 5 if os.environ.get("GEN_SOAK") else 1  # make soak tries five times the templates
 PROMPT_LINE = 6  # where pipeline() puts the prompt
 
 
@@ -246,6 +250,36 @@ def test_each_render_has_the_whole_budget() -> None:
     p = load_pipeline_text(text, file="p.yaml")
     for _ in range(5):  # 300,000 steps in all, past MAX_STEPS for a single render
         assert render_prompt(p, p.sections[0], prompt_variables(p, p.sections[0], {})) == "tea"
+
+
+TEMPLATE_PIECES = st.sampled_from(
+    [
+        "{{", "}}", "{%", "%}", "{#", "#}", " ", "x", "topic", "big", "n", "item", "loop",
+        "self", "cycler", "range(", ")", "(", "[", "]", ",", ".", "|", "~", "*", "**", "+",
+        "%", "'", '"', "__class__", "_", "attr(", "format", "join", "center(", "10**9",
+        "for i in", "endfor", "if", "endif", "macro m()", "endmacro", "m()", "set x =",
+        "include", "'../x'", "import", "extends", "call", "endcall", "caller()", "raw",
+        "endraw", "filter upper", "endfilter", "block b", "endblock", "-", "\n", "1",
+    ]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=200 * SOAK,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate, Phase.shrink],
+)
+@given(st.lists(TEMPLATE_PIECES, max_size=30).map("".join))
+def test_random_template_text_renders_or_fails_at_its_place(prompt: str) -> None:
+    soak.record("inputs tried")
+    text = pipeline(prompt.replace("\n", "\n      "))  # each line inside the block
+    try:
+        rendered(text)
+    except TemplateError as error:
+        assert str(error).startswith("p.yaml:") and error.line and error.line >= PROMPT_LINE
+    except ConfigError as error:  # YAML could not hold the text
+        assert re.match(r"p\.yaml:\d+:\d+: ", str(error)), str(error)
 
 
 # -- includes outside the template folders ---------------------------------------------------

@@ -108,6 +108,6 @@ def make_environment(dirs: Sequence[Path]) -> SandboxedEnvironment:
         lstrip_blocks=True,
     )
     env.filters.update(SIZED_FILTERS, slug=slugify, words=count_words, last_words=last_words)
-    env.filters = {name: counted(f) for name, f in env.filters.items()}
+    env.filters = {name: counted(name, f) for name, f in env.filters.items()}
     env.globals.update(GLOBALS)
     return env

@@ -42,6 +42,14 @@ MAX_INT_BITS = 100_000  # an integer `*` or `**` makes (30,000 digits)
 _UNBOUNDED = frozenset({"encode", "expandtabs", "maketrans", "translate"})  # str methods
 _PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
 _SIZED = (str, bytes, list, tuple)
+_TEXT_FILTERS = frozenset(  # filters that make the text of their value first
+    {
+        "capitalize", "center", "e", "escape", "forceescape", "format", "indent", "last_words",
+        "lower", "pprint", "replace", "safe", "slug", "string", "striptags", "title", "tojson",
+        "trim", "truncate", "upper", "urlencode", "urlize", "wordcount", "words", "wordwrap",
+        "xmlattr",
+    }
+)  # fmt: skip
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
 T = TypeVar("T")
 
@@ -75,7 +83,7 @@ def _step() -> None:
 
 def _refuse(size: int, what: str) -> None:
     if size > MAX_SIZE:
-        raise SecurityError(f"{what} would be {size:,} long; the limit is {MAX_SIZE:,}")
+        raise SecurityError(f"{what} would be {size:,} long or more; the limit is {MAX_SIZE:,}")
 
 
 def made(value: T) -> T:
@@ -87,6 +95,39 @@ def made(value: T) -> T:
             budget.chars += len(value)
             if budget.chars > MAX_WORK:
                 raise SecurityError(f"the template makes more than {MAX_WORK:,} characters")
+    return value
+
+
+_END = object()
+
+
+def text_size(value: Any) -> int:
+    """About how long str(value) is, counted before it is made: a list of a thousand
+    references to one long text is short, its text is not. Stops counting past MAX_SIZE."""
+    if isinstance(value, str):
+        return len(value)
+    size, stack = 0, [iter((value,))]
+    while stack and size <= MAX_SIZE:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+        elif isinstance(item, str | bytes):
+            size += len(item) + 4  # quotes and a separator
+        elif isinstance(item, dict):
+            size += 2
+            stack.append(iter([x for pair in item.items() for x in pair]))
+        elif isinstance(item, list | tuple | set | frozenset):
+            size += 2
+            stack.append(iter(item))
+        else:
+            size += len(str(item)) + 2
+    return size
+
+
+def _measured(value: T) -> T:
+    """`value`, refused when its text would be too long (a container's, before it is made)."""
+    if not isinstance(value, str) and isinstance(value, list | tuple | set | frozenset | dict):
+        _refuse(text_size(value), "a text")
     return value
 
 
@@ -107,7 +148,7 @@ class _FieldLimit(SandboxedFormatter):
     def format_field(self, value: Any, format_spec: str) -> Any:
         for digits in re.findall(r"\d+", format_spec):  # width, precision (fill: one char)
             _refuse(_width(digits), "a formatted field")
-        return made(super().format_field(value, format_spec))
+        return made(super().format_field(_measured(value), format_spec))
 
 
 class _EscapeFieldLimit(_FieldLimit, SandboxedEscapeFormatter):
@@ -115,8 +156,8 @@ class _EscapeFieldLimit(_FieldLimit, SandboxedEscapeFormatter):
 
 
 class _LimitedCode(CodeGenerator):
-    """Compiles every `for` to iterate through `environment.loop_items`, every `~` to pass
-    its result through `environment.made`."""
+    """Compiles every `for` to iterate through `environment.loop_items`, every `~` to join
+    through `environment.joined`."""
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         items = nodes.Call(nodes.EnvironmentAttribute("loop_items"), [node.iter], [], None, None)
@@ -125,9 +166,15 @@ class _LimitedCode(CodeGenerator):
         super().visit_For(guarded, frame)
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
-        self.write("environment.made(")
-        super().visit_Concat(node, frame)
-        self.write(")")
+        if frame.eval_ctx.volatile:  # as Jinja chooses: escaping inside {% autoescape %}
+            join = "(markup_join if context.eval_ctx.volatile else str_join)"
+        else:
+            join = "markup_join" if frame.eval_ctx.autoescape else "str_join"
+        self.write(f"environment.joined({join}, (")
+        for part in node.nodes:
+            self.visit(part, frame)
+            self.write(", ")
+        self.write("))")
 
 
 class _LimitedTemplate(Template):
@@ -154,6 +201,18 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "%"})
     loop_items = staticmethod(loop_items)
     made = staticmethod(made)
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(finalize=_measured, **options)  # every {{ }} before str()
+
+    @staticmethod
+    def joined(join: Callable[[Iterable[Any]], str], parts: Iterable[Any]) -> str:
+        """`a ~ b ~ c`: the parts measured one by one before they are joined."""
+        size = 0
+        for part in (parts := list(parts)):
+            size += text_size(part)
+            _refuse(size, "a text")
+        return made(join(parts))
 
     def concat(self, parts: Iterable[str]) -> str:  # type: ignore[override]
         """The output of a template, block or macro, measured while it is written."""
@@ -187,6 +246,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
                 _refuse(len(left) + len(right), "a joined text or list")
         elif operator == "%" and isinstance(left, str):
             _check_percent(left)
+            _refuse(len(left) + text_size(right), "a formatted text")
         return made(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
@@ -259,12 +319,17 @@ def _joined(separator: Any, items: Any) -> int:
     return max(len(items) - 1, 0) * len(separator)
 
 
-def counted(f: Callable[..., Any]) -> Callable[..., Any]:
-    """A filter that counts as a step and whose result is measured (pass_* markers kept)."""
+def counted(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
+    """The filter `name` counting as a step, its result measured (pass_* markers kept);
+    a filter that makes its value's text first has that measured before."""
+    value_at = 0 if getattr(f, "jinja_pass_arg", None) is None else 1  # after the context
+    text_first = name in _TEXT_FILTERS
 
     @functools.wraps(f)
     def run(*args: Any, **kwargs: Any) -> Any:
         _step()
+        if text_first and len(args) > value_at:
+            _measured(args[value_at])
         return made(f(*args, **kwargs))
 
     return run
@@ -306,14 +371,28 @@ def _replace(ctx: EvalContext, s: str, old: str, new: str, count: int | None = N
 
 @pass_eval_context
 def _join(ctx: EvalContext, value: Iterable[Any], d: str = "", attribute: Any = None) -> str:
+    if attribute is not None:
+        value = map(jinja_filters.make_attrgetter(ctx.environment, attribute), value)
     items = _listed(value)
-    _refuse(_joined(d, items), "a joined text")
-    return jinja_filters.sync_do_join(ctx, items, d, attribute)
+    _refuse(text_size(list(items)) + _joined(d, items), "a joined text")
+    return jinja_filters.sync_do_join(ctx, items, d)
 
 
 def _format(value: str, *args: Any, **kwargs: Any) -> str:
     _check_percent(str(value))
+    _refuse(len(str(value)) + text_size(args) + text_size(kwargs), "a formatted text")
     return jinja_filters.do_format(value, *args, **kwargs)
+
+
+@pass_environment
+def _sum(env: Environment, iterable: Iterable[Any], attribute: Any = None, start: Any = 0) -> Any:
+    """`lists | sum(start=[])` joins lists: measured before they are joined."""
+    if attribute is not None:
+        iterable = map(jinja_filters.make_attrgetter(env, attribute), iterable)
+    items = _listed(iterable)
+    if isinstance(start, _SIZED):
+        _refuse(len(start) + sum(len(x) for x in items if isinstance(x, _SIZED)), "a sum")
+    return sum(items, start)
 
 
 def _batch(value: Iterable[T], linecount: int, fill_with: T | None = None) -> Any:
@@ -335,6 +414,7 @@ SIZED_FILTERS: dict[str, Callable[..., Any]] = {
     "format": _format,
     "batch": _batch,
     "slice": _slice,
+    "sum": _sum,
 }
 
 

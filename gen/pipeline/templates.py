@@ -142,8 +142,8 @@ class TemplateSet:
                     exc, self._file_origin(f"template {name!r}", exc.filename)
                 ) from None
             except RecursionError as exc:
-                origin = self._file_origin(f"template {name!r}", filename)
-                raise self._too_deep(exc, origin) from None
+                included = self._file_origin(f"template {name!r}", filename)
+                raise self._too_deep(exc, included) from None
             sub_origin = _Origin(f"template {name!r}", source, filename=filename)
             found = self._check(sub, sub_origin, scope, seen, reads)
             refs += [r for r in found if r not in refs]

@@ -167,6 +167,14 @@ RUNAWAY = {
     "slice": ("{{ range(3) | slice(10**9) | list }}", "a slice count would be"),
     "lipsum": ("{{ lipsum(10**7) }}", "lorem ipsum would be"),
     "output": ("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", "the output would be"),
+    "text of a list": ("{{ ['x' * 8000000] * 1000 }}", "a text would be"),
+    "~ with a list": ("{{ 'a' ~ (['x' * 8000000] * 1000) }}", "a text would be"),
+    "string filter": ("{{ (['x' * 8000000] * 1000) | string }}", "a text would be"),
+    "tojson": ("{{ {'a': ['x' * 8000000] * 1000} | tojson }}", "a text would be"),
+    "% with a list": ("{{ '%s' % ((['x' * 8000000] * 1000),) }}", "a formatted text would be"),
+    "format with a list": ("{{ '{}'.format(['x' * 8000000] * 1000) }}", "a text would be"),
+    "join of lists": ("{{ [['x' * 8000000] * 1000] | join }}", "a joined text would be"),
+    "sum of lists": ("{{ ([['x'] * 8000000] * 1000) | sum(start=[]) }}", "a sum would be"),
     "total made": ("{% for i in range(100) %}{% set s = 'y' * 7000000 %}{% endfor %}",
                    "makes more than 64,000,000 characters"),
 }  # fmt: skip
@@ -183,7 +191,17 @@ def test_runaway_templates_stop_fast_at_their_line(prompt: str, message: str) ->
 
 @pytest.mark.parametrize(
     "name",
-    ["string repetition", "doubling with ~", "output", "total made", "format width", "join"],
+    [
+        "string repetition",
+        "doubling with ~",
+        "output",
+        "total made",
+        "format width",
+        "join",
+        "text of a list",
+        "~ with a list",
+        "sum of lists",
+    ],
 )
 def test_runaway_templates_stay_small(name: str) -> None:
     prompt, _ = RUNAWAY[name]
@@ -231,6 +249,7 @@ def test_ordinary_templates_are_not_limited() -> None:
         "{% set ns = namespace(n=0) %}{% for i in range(20000) %}{% set ns.n = ns.n + i %}"
         "{% endfor %}{{ ns.n }} {{ ('ab' * 1000000) | length }} {{ 2 ** 64 }} "
         "{{ '%5.1f|%-4s|%d' % (3.14159, 'x', 7) }} {{ '{:>6}|{:,}'.format('tea', 10**6) }} "
+        "{{ [1, 'a', none] }} {{ 'a' ~ 1 ~ [2] }} {{ [[1], [2]] | sum(start=[]) }} "
         "{{ topic | center(9) }}|{{ [1, 2] | join(', ') }} {{ range(5) | batch(2) | list }} "
         "{{ ('a b ' * 1000) | wordwrap(20) | length }} {{ topic.replace('t', 'T') }}"
         "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{{ n }}{% endmacro %} {{ f(20) }}"
@@ -239,7 +258,8 @@ def test_ordinary_templates_are_not_limited() -> None:
     text = rendered(pipeline(prompt))
     assert text.startswith(
         "199990000 2000000 18446744073709551616 "
-        "  3.1|x   |7    tea|1,000,000    tea   |1, 2 [[0, 1], [2, 3], [4]] 3999 Tea "
+        "  3.1|x   |7    tea|1,000,000 [1, 'a', None] a1[2] [1, 2] "
+        "   tea   |1, 2 [[0, 1], [2, 3], [4]] 3999 Tea "
         "01234567891011121314151617181920"
     )
     assert text.endswith("x" * 1000000)

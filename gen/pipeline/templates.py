@@ -209,8 +209,8 @@ class TemplateSet:
             message = exc.message or f"template {exc.name!r} not found"
         elif isinstance(exc, TemplateSyntaxError):
             message = f"template syntax error: {exc.message}"
-        elif isinstance(exc, RecursionError):  # an include of itself (macros stop sooner)
-            message = "failed to render: templates include each other without end"
+        elif isinstance(exc, RecursionError):  # macros and loops stop sooner (template_limits)
+            message = "failed to render: too deep (includes of each other, or a nested value)"
         else:
             message = f"failed to render: {type(exc).__name__}: {exc}"
         return self._locate(origin, Finding(message, lineno, needle))

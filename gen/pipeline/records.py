@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ def read_records(path: Path, key_field: str | None = None) -> list[Record]:
     if path.suffix.lower() not in FORMATS:
         raise ConfigError(f"{file}: the records must be a .csv, .jsonl or .yaml file")
     try:
+        if stat.S_ISCHR(path.stat().st_mode):  # /dev/zero would be read for ever
+            raise ConfigError(f"{file}: the records must be a file, not a device")
         text = decode_source(path.read_bytes(), file, ConfigError)
     except FileNotFoundError:
         raise ConfigError(f"records file not found: {file}") from None

@@ -700,6 +700,14 @@ def test_bad_records_fail_alone_and_name_their_line(folder: Path) -> None:
     assert "unknown input" in problems["0009"]
 
 
+def test_a_device_is_no_records_file(folder: Path) -> None:
+    path = folder / "zero.csv"
+    path.symlink_to("/dev/zero")
+    error = outcome(lambda: read_records(path))
+    assert isinstance(error, ConfigError)
+    assert str(error) == f"{path}: the records must be a file, not a device"
+
+
 def test_jsonl_lines_end_at_newlines_only(folder: Path) -> None:
     path = folder / "separators.jsonl"
     path.write_text('{"topic": "a\u2028b\x85c"}\r\n{"topic": "d"}\n', encoding="utf-8")

@@ -132,7 +132,7 @@ def render_count(
     text = _templates(pipeline).render(path, variables).strip()
     try:
         number = int(float(text))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or "inf"
         number = 0
     if number <= 0:
         message = f"sections.{section.id}.{field}: must render a number > 0, got {text!r}"

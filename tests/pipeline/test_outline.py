@@ -71,8 +71,8 @@ def test_the_guard_passes_distinct_items(titles: list[str]) -> None:
     [
         ("The history of lighthouse building and the", "The history of lighthouse building"),
         (
-            "Definition: Electric bicycles (eB) - A self-balancing bike,R",
-            "Definition: Electric bicycles (eB) - A self-balancing bike",
+            "Definition: Scooters (eS) - A self-balancing board,R",
+            "Definition: Scooters (eS) - A self-balancing board",
         ),
         ("Applications: eB,A,D", "Applications: eB"),
         ("灯塔的历史", "灯塔的历史"),

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gen.pipeline import (
     SectionResult,
     document_title,
@@ -171,3 +173,16 @@ def test_fan_out_over_an_input(write_pipeline: WritePipeline) -> None:
         for i, x in enumerate(items, start=1)
     ]
     assert rendered == ["1/3: 水 (3)", "2/3: 茶 (3)", "3/3: 酒 (3)"]
+
+
+def test_a_count_template_that_renders_inf_is_a_located_error() -> None:
+    from gen.errors import GenError
+    from gen.pipeline.render import render_lengths
+
+    from .fake_backend import pipeline_from
+
+    yaml = 'name: t\nmodel: fake\ninputs: {t: "1"}\nsections:\n  - id: s\n    prompt: x\n'
+    yaml += '    target_words: "{{ t }}"\n'
+    pipeline = pipeline_from(yaml)
+    with pytest.raises(GenError, match=r"target_words: must render a number > 0, got 'inf'"):
+        render_lengths(pipeline, pipeline.sections[0], {"t": "inf"})

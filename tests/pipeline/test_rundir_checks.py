@@ -112,3 +112,28 @@ def test_gen_run_refuses_them_before_the_model_loads(
     assert err.startswith(f"error: {option} {target}: cannot write")
     assert opened == [] and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("run_id", ["../../escaped", "a/b", "..", "", "a\0b"])
+def test_a_run_id_that_is_not_a_folder_name_is_refused(tmp_path: Path, run_id: str) -> None:
+    from gen.pipeline.run.rundir import RunDir
+
+    with pytest.raises(ConfigError, match="not a plain folder name"):
+        RunDir.create(tmp_path / "out", "p", run_id or "..")
+    assert not (tmp_path / "escaped").exists()
+    assert RunDir.create(tmp_path / "out", "p", "20261202-茶").path.is_dir()
+
+
+def test_resume_never_follows_a_symlinked_run_out_of_the_folder(tmp_path: Path) -> None:
+    from gen.pipeline.run.rundir import RunDir
+
+    outside = tmp_path / "outside" / "run-1"
+    outside.mkdir(parents=True)
+    (outside / "manifest.json").write_text("{}", encoding="utf-8")
+    out = tmp_path / "out"
+    (out / "p").mkdir(parents=True)
+    (out / "p" / "run-9").symlink_to(outside)
+    assert RunDir.latest(out, "p") is None
+    (tmp_path / "out2").mkdir()
+    (tmp_path / "out2" / "p").symlink_to(tmp_path / "outside")
+    assert RunDir.latest(tmp_path / "out2", "p") is None

@@ -92,18 +92,24 @@ class RunDir:
 
     @classmethod
     def create(cls, out: Path, pipeline_name: str, run_id: str | None = None) -> RunDir:
+        """A new run's folder under `out`; a run id or pipeline name that is not a plain
+        folder name (a separator, "..", empty) is refused."""
+        for name in (pipeline_name, run_id or "x"):
+            if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+                raise ConfigError(f"{name!r} is not a plain folder name")
         run = cls(out / pipeline_name / (run_id or new_run_id()))
         run.sections_dir.mkdir(parents=True, exist_ok=True)
         return run
 
     @classmethod
     def latest(cls, out: Path, pipeline_name: str) -> RunDir | None:
-        """The most recent run of this pipeline that has a manifest."""
+        """The most recent run of this pipeline that has a manifest; symlinked folders
+        are no runs (a resume never writes outside `out`)."""
         root = out / pipeline_name
-        runs = (
-            sorted(p for p in root.glob("*") if (p / "manifest.json").is_file())
-            if root.is_dir()
-            else []
+        if root.is_symlink() or not root.is_dir():
+            return None
+        runs = sorted(
+            p for p in root.glob("*") if not p.is_symlink() and (p / "manifest.json").is_file()
         )
         return cls(runs[-1]) if runs else None
 

@@ -49,6 +49,7 @@ sections:
     prompt: 写一个关于龙的长故事。
     max_tokens: 48
     max_rounds: 6
+    hidden: true  # not in the document, so the second is no echo of it to be cut
   - id: single
     prompt: 写一个关于龙的长故事。
     max_tokens: 288

@@ -14,10 +14,9 @@ import io
 import json
 import os
 import re
-import signal
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,7 +40,7 @@ from gen.pipeline.run.batch import Batch
 from gen.pipeline.spec import GENERATION_FIELDS, Section
 from gen.pipeline.variables import SectionResult, prompt_variables
 from gen.pipeline.yaml_loader import MAX_DEPTH, load_yaml
-from tests.reliability import soak
+from tests.reliability import hangs, soak
 
 T = TypeVar("T")
 LIMIT_S = 20.0  # per example: a guard against a hang on a busy machine, not a timing check
@@ -56,22 +55,8 @@ FUZZ = settings(
 LOCATED = r"{file}:\d+:\d+: \S"
 
 
-class Hang(BaseException):
-    """Raised by the alarm; a BaseException, so no `except Exception` can swallow it."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float = LIMIT_S) -> Iterator[None]:
-    def expired(signum: int, frame: Any) -> None:
-        raise Hang(f"took longer than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def time_limit(seconds: float = LIMIT_S) -> contextlib.AbstractContextManager[None]:
+    return hangs.time_limit(seconds)
 
 
 def outcome(fn: Callable[[], T], *, tried: bool = True) -> T | GenError:

@@ -9,10 +9,9 @@ import contextlib
 import json
 import os
 import re
-import signal
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,29 +32,15 @@ from gen.pipeline import (
 from gen.pipeline.records import read_records
 from gen.pipeline.run.rundir import RunDir
 from tests.pipeline.fake_backend import FakeBackend, install
-from tests.reliability import soak
+from tests.reliability import hangs, soak
 
 LIMIT_S = 10.0  # a guard against a hang; the limits themselves act well within it
 SOAK = 5 if os.environ.get("GEN_SOAK") else 1  # make soak tries five times the templates
 PROMPT_LINE = 6  # where pipeline() puts the prompt
 
 
-class Hang(BaseException):
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float = LIMIT_S) -> Iterator[None]:
-    def expired(signum: int, frame: Any) -> None:
-        raise Hang(f"took longer than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def time_limit(seconds: float = LIMIT_S) -> contextlib.AbstractContextManager[None]:
+    return hangs.time_limit(seconds)
 
 
 def pipeline(prompt: str) -> str:

@@ -40,6 +40,7 @@ RECIPE_NAME = "recipe-5000"
 RECIPE_WORDS = 5000
 RECIPE_TOPIC = "The history of lighthouses"
 SEEDS = 5
+CASE_NAMES = [name for name, _, _ in TARGETS] + [RECIPE_NAME]
 
 
 def word_spread(words: Sequence[int]) -> dict[str, Any]:
@@ -66,19 +67,28 @@ def run_quality(
     out: Path | None = None,
     dtype: str | None = None,
     seeds: int = SEEDS,
+    only: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Each case run with `seeds` seeds (its first seed + 0, 1, ...). A row keeps the figures
     of one document as the mean over the seeds (words, S_l, distinct-4, repeated sentences,
-    seconds; degenerate sections: the worst seed), the spread of its words and every run."""
+    seconds; degenerate sections: the worst seed), the spread of its words and every run.
+    `only` names the cases to run (all of them when None)."""
     from gen.backends import open_backend
 
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
+    unknown = sorted(set(only or ()) - set(CASE_NAMES))
+    if unknown:
+        raise ValueError(f"no quality case named {', '.join(unknown)}; "
+                         f"the cases are {', '.join(CASE_NAMES)}")  # fmt: skip
+    wanted = set(only or CASE_NAMES)
     # every pipeline loaded (and checked) before anything is generated
     recipe_seed = _recipe(None).defaults.seed or 0
     cases = [(name, words, _single(name, model, words, prompt, SINGLE_SEED + i))
-             for name, words, prompt in TARGETS for i in range(seeds)]  # fmt: skip
-    cases += [(RECIPE_NAME, RECIPE_WORDS, _recipe(recipe_seed + i)) for i in range(seeds)]
+             for name, words, prompt in TARGETS if name in wanted
+             for i in range(seeds)]  # fmt: skip
+    if RECIPE_NAME in wanted:
+        cases += [(RECIPE_NAME, RECIPE_WORDS, _recipe(recipe_seed + i)) for i in range(seeds)]
     backend = open_backend(model, dtype=dtype)
     root = out or Path(tempfile.mkdtemp(prefix="gen-quality-"))
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}

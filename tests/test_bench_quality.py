@@ -122,3 +122,18 @@ def test_the_cli_prints_the_spread(
     with pytest.raises(SystemExit):
         main(["bench", "--quality", "--seeds", "0"])
     assert "must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_only_runs_the_named_documents(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install(monkeypatch, Varying())
+    r = run_quality("fake-model", lambda _: None, tmp_path, seeds=2, only=["zh-800", RECIPE_NAME])
+    assert [x["name"] for x in r["rows"]] == ["zh-800", RECIPE_NAME]
+    assert all(len(x["runs"]) == 2 for x in r["rows"])
+    with pytest.raises(ValueError, match="no quality case named en-9000"):
+        run_quality("fake-model", lambda _: None, tmp_path, only=["en-9000"])
+    with pytest.raises(SystemExit):
+        main(["bench", "--quality", "--only", "en-9000"])
+    err = capsys.readouterr().err
+    assert "no document named en-9000" in err and "recipe-5000" in err

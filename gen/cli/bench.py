@@ -35,6 +35,14 @@ def add_command(sub: Any) -> None:
         "varies (default 5)",
     )
     b.add_argument(
+        "--only",
+        type=_quality_cases,
+        default=None,
+        metavar="NAMES",
+        help="with --quality: only these documents, comma-separated "
+        "(en-500, en-1500, zh-800, recipe-5000)",
+    )
+    b.add_argument(
         "--outlines",
         action="store_true",
         help="measure the tech-report's outline step alone over 10 topics, held to its "
@@ -55,6 +63,19 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _quality_cases(text: str) -> list[str]:
+    from gen.bench_quality import CASE_NAMES
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CASE_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"no document named {', '.join(unknown) or repr(text)}; "
+            f"the documents are {', '.join(CASE_NAMES)}"
+        )
+    return names
 
 
 def _print_table(rows: list[tuple[str, ...]]) -> None:
@@ -82,7 +103,7 @@ def _bench_quality(args: argparse.Namespace, note: Any) -> int:
     from gen.bench_quality import run_quality
 
     out = Path(args.out) if args.out else None
-    r = run_quality(args.model or default_model(), note, out, args.dtype, args.seeds)
+    r = run_quality(args.model or default_model(), note, out, args.dtype, args.seeds, args.only)
     if args.json:
         print(json.dumps(r, ensure_ascii=False))
         return 0

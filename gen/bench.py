@@ -6,6 +6,7 @@ from __future__ import annotations
 import resource
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -14,6 +15,7 @@ import torch
 from gen.bench_constraint import constraint_cost
 from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
+from gen.engine.config import EngineConfig
 from gen.engine.kv_cache import KVCache, common_prefix
 from gen.models import LoadedModel, load_model
 
@@ -119,7 +121,7 @@ def run_bench(
     single_tokens: int = 256,
     mixed_requests: int = 32,
     progress: Callable[[str], None] = lambda _: None,
-    dtype: str | None = None,
+    config: EngineConfig | None = None,
     continuation_prompt: int = 600,
     round_tokens: int = 64,
     mixed_max: int = 256,
@@ -127,11 +129,12 @@ def run_bench(
     constraint_tokens: int = 32,
     constraint_runs: int = 2,
 ) -> dict[str, Any]:
-    """Our engine in `dtype` against Hugging Face in float32, on the same weights; with
-    `served`, the mixed batch again through a `gen serve` the bench starts. The sizes are
-    the issue's; smaller ones are for the tests."""
-    loaded = load_model(model, dtype)
-    engine = Engine(loaded.model, loaded.tokenizer, max_slots=max(16, mixed_requests))
+    """Our engine (run as `config` says, in its dtype) against Hugging Face in float32, on
+    the same weights; with `served`, the mixed batch again through a `gen serve` the bench
+    starts. The sizes are the issue's; smaller ones are for the tests."""
+    config = config or EngineConfig()
+    loaded = load_model(model, config)
+    engine = Engine(loaded.model, loaded.tokenizer, config, max_slots=max(16, mixed_requests))
     hf = HFBaseline(loaded)
     results: dict[str, Any] = {
         "model": loaded.name,
@@ -198,7 +201,7 @@ def run_bench(
         progress(f"mixed batch over HTTP: {mixed_requests} streaming clients to gen serve")
         expected = [c.text.rstrip("\ufffd") for c in done]  # (a reply never ends in half a char)
         http = run_served(
-            model, dtype, loaded.name, prompt_messages(mixed_requests), lengths, expected
+            model, config.dtype, loaded.name, prompt_messages(mixed_requests), lengths, expected
         )
         results["served"] = {
             "requests": mixed_requests,
@@ -234,10 +237,10 @@ def run_bench(
     kv_runs: list[float] = []
     re_runs: list[float] = []
     for _ in range(2):
-        section = Engine(loaded.model, loaded.tokenizer, max_slots=1)
+        section = Engine(loaded.model, loaded.tokenizer, config, max_slots=1)
         kv_text, seconds = timed(partial(_kv_rounds, section, lp, round_params, 5))
         kv_runs.append(seconds)
-        plain = Engine(loaded.model, loaded.tokenizer, max_slots=1, prefix_cache_bytes=0)
+        plain = Engine(loaded.model, loaded.tokenizer, config, max_slots=1, prefix_cache_bytes=0)
         re_text, seconds = timed(partial(_reprefill_rounds, plain, lp, round_params, 5))
         re_runs.append(seconds)
     kv_s, re_s = min(kv_runs), min(re_runs)
@@ -261,7 +264,7 @@ def run_bench(
     if loaded.dtype != "float32":
         progress(f"quality: {loaded.dtype} against float32")
         del hf
-        reference = load_model(model, "float32")
+        reference = load_model(model, replace(config, dtype="float32"))
         results["quality"] = quality(loaded, reference)
     return results
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gen.engine.config import EngineConfig
 from gen.pipeline import Pipeline, load_pipeline
 from gen.pipeline.listparse import line_item, singular, title_key
 
@@ -63,7 +64,7 @@ def run_outlines(
     model: str,
     note: Callable[[str], None],
     out: Path | None = None,
-    dtype: str | None = None,
+    engine: EngineConfig | None = None,
     topics: Sequence[str] = TOPICS,
 ) -> dict[str, Any]:
     """Every topic's outline, held and then free; rows and their summary."""
@@ -74,7 +75,7 @@ def run_outlines(
         raise ValueError("run_outlines needs at least one topic, got none")
     plans = [(mode, topic, outline_pipeline(topic, mode)) for mode in MODES for topic in topics]
     n_parts = int(str(plans[0][2].inputs["n_parts"]))
-    backend = open_backend(model, dtype=dtype)
+    backend = open_backend(model, engine=engine)
     root = out or Path(tempfile.mkdtemp(prefix="gen-outlines-"))
     rows = []
     try:

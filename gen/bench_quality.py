@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.backends.base import Backend
+from gen.engine.config import EngineConfig
 from gen.pipeline import Pipeline, load_pipeline, load_pipeline_text
 from gen.pipeline.quality import measure
 from gen.pipeline.words import count_words, length_score
@@ -65,7 +66,7 @@ def run_quality(
     model: str,
     note: Callable[[str], None],
     out: Path | None = None,
-    dtype: str | None = None,
+    engine: EngineConfig | None = None,
     seeds: int = SEEDS,
     only: Sequence[str] | None = None,
 ) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def run_quality(
              for i in range(seeds)]  # fmt: skip
     if RECIPE_NAME in wanted:
         cases += [(RECIPE_NAME, RECIPE_WORDS, _recipe(recipe_seed + i)) for i in range(seeds)]
-    backend = open_backend(model, dtype=dtype)
+    backend = open_backend(model, engine=engine)
     root = out or Path(tempfile.mkdtemp(prefix="gen-quality-"))
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
     try:

@@ -103,7 +103,20 @@ def tiny_llama(seed: int = 0, max_position_embeddings: int = 512) -> LlamaModel:
     return LlamaModel(tiny_config(ByteTokenizer().vocab_size, max_position_embeddings)).eval()
 
 
-class ScriptedModel:
+class RowModel:
+    """The engine's model protocol (gen.engine.model_runner.CausalLM) for fakes that only
+    run rows: forward_tokens is never taken."""
+
+    split_prompts = False
+
+    def takes_tokens(self, cache: KVCache) -> bool:
+        return False
+
+    def forward_tokens(self, *args: object, **kwargs: object) -> torch.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} runs rows only")
+
+
+class ScriptedModel(RowModel):
     """Emits a token script per request, keyed on the prompt's first token.
 
     It follows LlamaModel's call signature. The request's key and prompt length are kept in

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gen.backends.base import Backend, Delta, Message, Stream
 from gen.errors import ModelError
+
+if TYPE_CHECKING:
+    from gen.engine.config import EngineConfig
 
 __all__ = ["Backend", "Delta", "Message", "Stream", "open_backend"]
 
@@ -13,14 +18,15 @@ def open_backend(
     base_url: str | list[str] | None = None,
     api_key_env: str | None = None,
     context_window: int | None = None,
-    dtype: str | None = None,
+    engine: EngineConfig | None = None,
     tokenizer: str | None = None,
     timeout: float = 120.0,
     max_retries: int = 5,
     concurrency: int = 16,
 ) -> Backend:
     """A backend for a model spec: `openai:<model>` is remote, anything else loads locally
-    (in `dtype`: float32 or int8; None means GEN_DTYPE, else float32)."""
+    and runs as `engine` says (None: EngineConfig's defaults; the CLI passes
+    EngineConfig.from_env)."""
     from gen.models import resolve
 
     ms = resolve(spec)
@@ -48,4 +54,4 @@ def open_backend(
     from gen.backends.local import LocalBackend
     from gen.models import load_model
 
-    return LocalBackend(load_model(ms, dtype))
+    return LocalBackend(load_model(ms, engine), engine)

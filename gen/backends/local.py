@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from collections.abc import AsyncIterator
+from typing import Any
 
 from gen.backends.base import Delta, Message
 from gen.backends.driver import EngineDriver
 from gen.backends.tokens import ChatTokens
 from gen.engine import Engine, Output
-from gen.engine.engine import PREFIX_CACHE_BYTES, EngineStats
+from gen.engine.config import EngineConfig
+from gen.engine.engine import EngineStats
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
 from gen.sampling import SamplingParams
@@ -77,34 +78,21 @@ class LocalStream:
         return item.text if isinstance(item, Output) else ""
 
 
-def env_bytes(name: str) -> int | None:
-    """A size in MB from the environment variable `name`, in bytes; None when unset."""
-    mb = os.environ.get(name)
-    return int(float(mb) * 2**20) if mb else None
-
-
 class LocalBackend(ChatTokens):
     name = "local"
     supports_kv = True
     supports_grammar = True
 
     def __init__(
-        self, loaded: LoadedModel, max_slots: int = 16, max_model_len: int | None = None
+        self, loaded: LoadedModel, config: EngineConfig | None = None, **settings: Any
     ) -> None:
-        """max_model_len caps the context window below the model's own."""
+        """An engine over the loaded model, run by `config` (its fields given as `settings`
+        in place of its own: max_slots, max_model_len (below the model's own), ...)."""
         self.loaded = loaded
         self.model = loaded.name
         self.dtype: str | None = loaded.dtype
         self.tokenizer = loaded.tokenizer
-        prefix_bytes = env_bytes("GEN_PREFIX_CACHE_MB")
-        self.engine = Engine(
-            loaded.model,
-            loaded.tokenizer,
-            max_slots=max_slots,
-            max_model_len=max_model_len,
-            kv_budget_bytes=env_bytes("GEN_KV_BUDGET_MB"),
-            prefix_cache_bytes=PREFIX_CACHE_BYTES if prefix_bytes is None else prefix_bytes,
-        )
+        self.engine = Engine(loaded.model, loaded.tokenizer, config, **settings)
         self.context_window = self.engine.max_model_len
         self.vocab_size = loaded.config.vocab_size
         self.driver = EngineDriver(self.engine)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from gen.cli.cancel import Canceller, Stopped
-from gen.cli.common import add_dtype
+from gen.cli.common import add_dtype, engine_config
 from gen.cli.pipeline import parse_overrides
 from gen.errors import ConfigError
 
@@ -125,7 +125,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     if batch.remaining():  # else every record is done (or fails without one): no model
         print(f"loading {model} ...", file=sys.stderr, flush=True)
-        batch.backend = open_pipeline_backend(pipeline, model, args.dtype)
+        batch.backend = open_pipeline_backend(pipeline, model, engine_config(args))
     folder.mkdir(parents=True, exist_ok=True)
     canceller = Canceller()
     try:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from gen.cli.common import add_dtype, default_model
+from gen.cli.common import add_dtype, default_model, engine_config
 
 
 def add_command(sub: Any) -> None:
@@ -103,7 +103,9 @@ def _bench_quality(args: argparse.Namespace, note: Any) -> int:
     from gen.bench_quality import run_quality
 
     out = Path(args.out) if args.out else None
-    r = run_quality(args.model or default_model(), note, out, args.dtype, args.seeds, args.only)
+    r = run_quality(
+        args.model or default_model(), note, out, engine_config(args), args.seeds, args.only
+    )
     if args.json:
         print(json.dumps(r, ensure_ascii=False))
         return 0
@@ -132,7 +134,7 @@ def _bench_outlines(args: argparse.Namespace, note: Any) -> int:
     from gen.bench_outline import run_outlines
 
     out = Path(args.out) if args.out else None
-    r = run_outlines(args.model or default_model(), note, out, args.dtype)
+    r = run_outlines(args.model or default_model(), note, out, engine_config(args))
     if args.json:
         print(json.dumps(r, ensure_ascii=False))
         return 0
@@ -163,7 +165,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         args.tokens,
         args.requests,
         note,
-        args.dtype,
+        engine_config(args),
         served=not args.no_served,
     )
     if args.json:

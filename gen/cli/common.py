@@ -7,6 +7,9 @@ import argparse
 import os
 import signal
 import sys
+from typing import Any
+
+from gen.engine.config import EngineConfig
 
 
 def quiet_libraries() -> None:
@@ -27,6 +30,13 @@ def add_dtype(parser: argparse.ArgumentParser) -> None:
         help="weights and matrix arithmetic of the local engine (default: GEN_DTYPE, else "
         "float32); int8 is faster on a CPU and changes the output",
     )
+
+
+def engine_config(args: argparse.Namespace, **given: Any) -> EngineConfig:
+    """The engine's settings for this command, built once here: its options (--dtype,
+    and `given`), else the environment's (GEN_DTYPE, GEN_KERNELS, GEN_KV_BUDGET_MB,
+    GEN_PREFIX_CACHE_MB)."""
+    return EngineConfig.from_env(dtype=getattr(args, "dtype", None), **given)
 
 
 def stdout_closed() -> int:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gen.cli.common import add_dtype, default_model, stdout_closed
+from gen.cli.common import add_dtype, default_model, engine_config, stdout_closed
 from gen.errors import ConfigError
 
 if TYPE_CHECKING:  # imported lazily at run time: loading the engine is slow
@@ -92,7 +92,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         messages.insert(0, {"role": "system", "content": args.system})
     spec = args.model or default_model()
     print(f"loading {spec} ...", file=sys.stderr, flush=True)
-    backend = open_backend(spec, dtype=args.dtype)
+    backend = open_backend(spec, engine=engine_config(args))
     try:
         result = asyncio.run(complete(backend, messages, params, echo=not args.json))
         if args.json:

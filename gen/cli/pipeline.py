@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from gen.cli.cancel import Canceller, Stopped
-from gen.cli.common import add_dtype, stdout_closed
+from gen.cli.common import add_dtype, engine_config, stdout_closed
 from gen.errors import ConfigError, GenError
 
 if TYPE_CHECKING:  # imported lazily at run time: `gen validate` loads no torch
@@ -227,7 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return dry_run(pipeline, model, as_json=args.events == "-")
     print(f"loading {model} ...", file=sys.stderr, flush=True)
-    backend = open_pipeline_backend(pipeline, model, args.dtype)
+    backend = open_pipeline_backend(pipeline, model, engine_config(args))
     subscribers: list[Callable[[dict[str, Any]], None]] = [Progress(sys.stderr)]
     canceller = Canceller()
     events_file: IO[str] | None = None

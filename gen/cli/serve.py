@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gen.cli.common import add_dtype, default_model
+from gen.cli.common import add_dtype, default_model, engine_config
 from gen.errors import ConfigError
 from gen.pipeline.run.rundir import check_out_dir
 
@@ -173,7 +173,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if resolve(spec).kind == "openai":
         raise ConfigError(f"gen serve runs a local model, not {spec}")
     print(f"gen serve: loading {spec} ...", file=sys.stderr, flush=True)
-    backend = LocalBackend(load_model(spec, args.dtype), args.max_slots, args.max_model_len)
+    engine = engine_config(args, max_slots=args.max_slots, max_model_len=args.max_model_len)
+    backend = LocalBackend(load_model(spec, engine), engine)
     config = ServerConfig(
         api_key=api_key,
         cors_origins=tuple(args.cors_origin),

@@ -1,9 +1,87 @@
-"""Model architecture settings read from a Hugging Face config.json; no tensors here."""
+"""Settings, no tensors: a model's architecture (from its config.json) and how the engine
+runs it (EngineConfig, built once where gen starts: the CLI, the server, bench)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from gen.errors import ConfigError
+
+DTYPES = ("float32", "int8")
+PREFIX_CACHE_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """How the engine loads and runs a model. Built once at the edge (`from_env`), then
+    passed down: nothing below reads the environment.
+
+    dtype: float32, or int8 (int8 weights and dynamically quantised activations in the
+    linear layers). kernels: the compiled CPU kernels where the machine takes them.
+    kv_budget_bytes caps the KV cache (None: no cap); requests that would pass it wait.
+    While others decode, a step runs at most prefill_chunk prompt tokens (a long prompt
+    goes in chunks between decode steps); alone, up to max_prefill_tokens.
+    prefix_cache_bytes keeps finished sequences' keys and values for later prompts that
+    start the same way (0 turns prefix reuse off)."""
+
+    dtype: str = "float32"
+    kernels: bool = True
+    max_slots: int = 16
+    max_model_len: int | None = None
+    max_prefill_tokens: int = 2048
+    prefill_chunk: int = 512
+    kv_budget_bytes: int | None = None
+    prefix_cache_bytes: int = PREFIX_CACHE_BYTES
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
+        for name in ("max_slots", "max_prefill_tokens", "prefill_chunk"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_model_len is not None and self.max_model_len < 2:
+            raise ConfigError(f"max_model_len must be at least 2, got {self.max_model_len}")
+        if self.prefix_cache_bytes < 0:
+            raise ConfigError(f"prefix_cache_bytes must be >= 0, got {self.prefix_cache_bytes}")
+        if self.kv_budget_bytes is not None and self.kv_budget_bytes <= 0:
+            raise ConfigError(f"kv_budget_bytes must be positive, got {self.kv_budget_bytes}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **given: Any) -> EngineConfig:
+        """The settings `given` (None: not given), else the environment's: GEN_DTYPE,
+        GEN_KERNELS=0 (kernels off), GEN_KV_BUDGET_MB, GEN_PREFIX_CACHE_MB."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        if env.get("GEN_DTYPE"):
+            if env["GEN_DTYPE"] not in DTYPES:
+                raise ConfigError(f"GEN_DTYPE must be one of {', '.join(DTYPES)}, "
+                                  f"got {env['GEN_DTYPE']!r}")  # fmt: skip
+            values["dtype"] = env["GEN_DTYPE"]
+        if env.get("GEN_KERNELS", "1") == "0":
+            values["kernels"] = False
+        if env.get("GEN_KV_BUDGET_MB"):
+            values["kv_budget_bytes"] = _megabytes("GEN_KV_BUDGET_MB", env["GEN_KV_BUDGET_MB"])
+        if env.get("GEN_PREFIX_CACHE_MB"):
+            values["prefix_cache_bytes"] = _megabytes(
+                "GEN_PREFIX_CACHE_MB", env["GEN_PREFIX_CACHE_MB"], zero=True
+            )
+        return cls(**values | {k: v for k, v in given.items() if v is not None})
+
+
+def _megabytes(var: str, text: str, zero: bool = False) -> int:
+    """A size in megabytes (fractions allowed) from environment variable `var`, in bytes."""
+    try:
+        mb = float(text)
+    except ValueError:
+        mb = float("nan")
+    if not (0 if zero else 1 / 2**20) <= mb < 2**40:  # (nan fails every comparison)
+        least = "0 or more" if zero else "more than 0"
+        raise ConfigError(f"{var} must be a number of megabytes, {least}; got {text!r}")
+    return int(mb * 2**20)
+
 
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
 

@@ -1,15 +1,18 @@
-"""The decode engine: requests in, streamed Outputs out. `step()` is the glue.
+"""The decode engine: requests in, streamed Outputs out. `step()` is the glue: the
+scheduler decides what runs, the model runner runs it, the sampler picks tokens.
 
 It knows token ids and a tokenizer's decode(); prompts arrive already encoded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 
+from gen.engine.config import EngineConfig
 from gen.engine.detokenizer import Tokenizer
 from gen.engine.grammar import Grammars
 from gen.engine.model_runner import CausalLM, ModelRunner
@@ -18,8 +21,6 @@ from gen.engine.sampler import sample, token_logprobs
 from gen.engine.scheduler import Scheduler
 from gen.engine.sequence import Output, Sequence, Status
 from gen.sampling import SamplingParams, TokenLogprob
-
-PREFIX_CACHE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,38 +40,29 @@ class Engine:
         self,
         model: CausalLM,
         tokenizer: Tokenizer,
-        *,
-        max_slots: int = 16,
-        max_model_len: int | None = None,
-        max_prefill_tokens: int = 2048,
-        prefill_chunk: int = 512,
-        dtype: torch.dtype = torch.float32,
-        kv_budget_bytes: int | None = None,
-        prefix_cache_bytes: int = PREFIX_CACHE_BYTES,
+        config: EngineConfig | None = None,
+        **settings: Any,
     ) -> None:
-        """kv_budget_bytes caps the KV cache; requests that would pass it wait their turn.
-        While others decode, a step runs at most prefill_chunk prompt tokens, so a long
-        prompt goes in chunks between decode steps instead of stalling them; alone, a step
-        runs up to max_prefill_tokens. prefix_cache_bytes keeps finished sequences' keys and
-        values for later prompts that start the same way (0 turns prefix reuse off, from the
-        store and from live rows)."""
-        if max_prefill_tokens < 1 or prefill_chunk < 1:
-            raise ValueError(
-                f"max_prefill_tokens and prefill_chunk must be >= 1, "
-                f"got {max_prefill_tokens} and {prefill_chunk}"
-            )
+        """config, with any of its fields given as `settings` in place of its own (see
+        EngineConfig: rows, context length, prefill budgets, KV and prefix-cache memory;
+        its dtype and kernels are the loader's)."""
+        self.config = replace(config or EngineConfig(), **settings)
         cfg = model.cfg
         self.tokenizer = tokenizer
         self.eos_ids = cfg.eos_token_ids
         self.max_model_len = min(
-            max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings
+            self.config.max_model_len or cfg.max_position_embeddings, cfg.max_position_embeddings
         )
         self.runner = ModelRunner(
-            model, max_slots, self.max_model_len, dtype, kv_budget_bytes, prefix_cache_bytes
+            model,
+            self.config.max_slots,
+            self.max_model_len,
+            kv_budget_bytes=self.config.kv_budget_bytes,
+            prefix_cache_bytes=self.config.prefix_cache_bytes,
         )
-        self.scheduler = Scheduler(max_prefill_tokens)
-        self.max_prefill_tokens = max_prefill_tokens
-        self.prefill_chunk = prefill_chunk
+        self.scheduler = Scheduler(
+            self.runner, self.config.max_prefill_tokens, self.config.prefill_chunk
+        )
         self.requests: dict[str, Sequence] = {}
         self.breakers = SequenceBreakers(tokenizer, cfg.vocab_size)  # DRY's, decoded lazily
         self.grammars = Grammars(tokenizer, cfg.vocab_size)  # constrained requests' matchers
@@ -168,64 +160,19 @@ class Engine:
         )
 
     def step(self) -> list[Output]:
-        """One scheduling round: prefill admitted requests, decode the running ones."""
-        plan = self.scheduler.plan(self.runner.slots.free, self._admitter(), self._fits)
+        """One step: the scheduler picks prompt pieces and decoding rows, they go through
+        the model together, and each row whose prompt has run samples its next token."""
+        step = self.scheduler.schedule()
+        if not step:
+            return []
+        logits = self.runner.run(step.prompts, step.decode)  # (prompts + decode, vocab)
         outputs: list[Output] = []
-        # 1) prefill: an admitted request gets its slot and copies whatever leading part of
-        # its prompt another row or the prefix store holds; prompts run (in chunks while
-        # others decode) and a request samples its first token once its whole prompt has.
-        budget = self.prefill_chunk if plan.decode else self.max_prefill_tokens
-        pieces: list[tuple[Sequence, int]] = []
-        for seq in plan.prefill:
-            if seq.slot is None:
-                self.runner.assign_slot(seq)
-            if seq.num_cached == seq.cached_prompt_tokens:  # its own prompt has not started
-                seq.cached_prompt_tokens = self.runner.reuse_prefix(seq)
-            if budget <= 0:
-                continue  # its turn comes in a later step
-            if self.runner.shares_pending(seq, pieces):
-                continue  # copy that piece's prefix next step rather than compute it too
-            run = min(len(seq.pending_ids()), budget)
-            pieces.append((seq, run))
-            budget -= run
-        # 2) decode: every running request advances one token. Prompt pieces and decoding
-        # rows go through the model together (one forward where the model allows).
-        batch = sorted(plan.decode, key=lambda s: s.slot if s.slot is not None else -1)
-        if not pieces and not batch:
-            return outputs
-        logits = self.runner.run(pieces, batch)  # (pieces + batch, vocab)
-        for i, (seq, _) in enumerate(pieces):
+        for i, (seq, _) in enumerate(step.prompts):
             if seq.num_cached == len(seq.prompt_ids):
                 outputs += self._sample([seq], logits[i : i + 1])
-        if batch:
-            outputs += self._sample(batch, logits[len(pieces) :])
+        if step.decode:
+            outputs += self._sample(step.decode, logits[len(step.prompts) :])
         return outputs
-
-    def _widest(self) -> int:
-        """The widest reservation among the rows holding KV memory: with one row per
-        sequence, the dense cache needs (rows) x (widest) positions."""
-        return max(
-            (s.reserved_tokens for s in self.requests.values() if s.slot is not None), default=0
-        )
-
-    def _fits(self) -> bool:
-        """Do the rows holding KV memory fit the budget at their widest reservation?"""
-        return self.runner.cache.fits(self.runner.slots.used, self._widest())
-
-    def _admitter(self) -> Callable[[Sequence], bool]:
-        """Admission by KV memory: each admitted request adds a row and may widen them all."""
-        slots = self.runner.slots.used
-        widest = self._widest()
-
-        def admit(seq: Sequence) -> bool:
-            nonlocal slots, widest
-            wider = max(widest, seq.reserved_tokens)
-            if not self.runner.cache.fits(slots + 1, wider):
-                return False
-            slots, widest = slots + 1, wider
-            return True
-
-        return admit
 
     def _sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[Output]:
         tokens = sample(

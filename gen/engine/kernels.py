@@ -10,8 +10,8 @@ changes a row's bits. The PyTorch forms they replace are in llama.py.
 The build needs a C++ compiler (g++) and takes about a minute, once: the library is
 cached under `$GEN_HOME/kernels/` (by default `~/.cache/gen/kernels/`), keyed by what
 the build depends on. Where it cannot be built (no compiler, a CPU without AVX2 and
-FMA) or `GEN_KERNELS=0` is set, `load()` returns None, a warning says why, and the
-engine uses the PyTorch forms: the same model, slower.
+FMA), `load()` returns None, a warning says why, and the engine uses the PyTorch forms:
+the same model, slower. `GEN_KERNELS=0` (EngineConfig.kernels) does that on purpose.
 """
 
 from __future__ import annotations
@@ -41,9 +41,7 @@ _error: str | None = None
 
 
 def supported() -> bool:
-    """An x86-64 CPU that PyTorch runs with AVX2 or better, and not switched off."""
-    if os.environ.get("GEN_KERNELS", "1") == "0":
-        return False
+    """An x86-64 CPU that PyTorch runs with AVX2 or better."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False
     return torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
@@ -71,7 +69,7 @@ def load(retry: bool = False) -> ModuleType | None:
         return _loaded
     _tried = True
     if not supported():
-        _error = "switched off (GEN_KERNELS=0) or not an AVX2 x86-64 CPU"
+        _error = "not an AVX2 x86-64 CPU"
         log.warning("gen: CPU kernels not in use (%s); PyTorch's operations run instead", _error)
         return None
     where = build_dir()

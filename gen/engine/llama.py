@@ -2,10 +2,11 @@
 
 Pure tensors: token ids and positions in, next-token logits out. The numerics follow
 Hugging Face's implementation (float32 RMSNorm, the same rotary tables) so greedy
-decoding agrees with `transformers` token for token. With `use_kernels` (and the
-projections fused), every forward runs as a ragged batch of tokens through the kernels
-of gen.engine.kernels: the same formulas, each summed in its own fixed order, so a
-token's result does not depend on what it is batched with.
+decoding agrees with `transformers` token for token. q/k/v and gate/up are one product
+each (`fuse_checkpoint` stacks a checkpoint's weights so, at load). With `use_kernels`,
+every forward runs as a ragged batch of tokens through the kernels of gen.engine.kernels:
+the same formulas, each summed in its own fixed order, so a token's result does not
+depend on what it is batched with.
 """
 
 from __future__ import annotations
@@ -62,11 +63,10 @@ class Attention(nn.Module):
         self.cfg = cfg
         self.layer = layer
         hd, h, kvh = cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
-        self.q_proj = nn.Linear(cfg.hidden_size, h * hd, bias=cfg.attention_bias)
-        self.k_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
-        self.v_proj = nn.Linear(cfg.hidden_size, kvh * hd, bias=cfg.attention_bias)
+        # q, k and v in one product: the checkpoint's q_proj, k_proj and v_proj stacked
+        # (see fuse_checkpoint)
+        self.qkv_proj = nn.Linear(cfg.hidden_size, (h + 2 * kvh) * hd, bias=cfg.attention_bias)
         self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=False)
-        self.qkv_proj: nn.Module | None = None  # q, k and v in one product, once fused
 
     def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
         cfg = self.cfg
@@ -74,16 +74,11 @@ class Attention(nn.Module):
         hd, kvh, g = cfg.head_dim, cfg.num_kv_heads, cfg.group_size
         h = cfg.num_heads
         cos, sin = batch.cos, batch.sin  # (B, T, 1, D)
-        if self.qkv_proj is not None:
-            qkv = self.qkv_proj(x).view(b, t, h + 2 * kvh, hd)  # (B, T, H + 2 KVH, D)
-            # q and k side by side: one rotary pass for both
-            qk = apply_rotary(qkv[:, :, : h + kvh], cos, sin)
-            q, k = qk[:, :, :h], qk[:, :, h:]
-            v = qkv[:, :, h + kvh :]
-        else:
-            q = apply_rotary(self.q_proj(x).view(b, t, h, hd), cos, sin)
-            k = apply_rotary(self.k_proj(x).view(b, t, kvh, hd), cos, sin)
-            v = self.v_proj(x).view(b, t, kvh, hd)
+        qkv = self.qkv_proj(x).view(b, t, h + 2 * kvh, hd)  # (B, T, H + 2 KVH, D)
+        # q and k side by side: one rotary pass for both
+        qk = apply_rotary(qkv[:, :, : h + kvh], cos, sin)
+        q, k = qk[:, :, :h], qk[:, :, h:]
+        v = qkv[:, :, h + kvh :]
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, D)
         batch.cache.write(self.layer, batch.slots, batch.positions, k, v)
         keys, values = batch.cache.read(self.layer, batch.slots, batch.length, batch.contiguous)
@@ -103,9 +98,7 @@ class Attention(nn.Module):
         return self.o_proj(out)  # (B, T, C)
 
     def forward_tokens(self, kernels: ModuleType, x: torch.Tensor, tokens: Tokens) -> torch.Tensor:
-        """x (N, C) for a ragged batch of tokens (see LlamaModel.forward_tokens); needs the
-        fused q/k/v projection."""
-        assert self.qkv_proj is not None
+        """x (N, C) for a ragged batch of tokens (see LlamaModel.forward_tokens)."""
         cfg = self.cfg
         h, kvh = cfg.num_heads, cfg.num_kv_heads
         qkv = self.qkv_proj(x).view(x.shape[0], h + 2 * kvh, cfg.head_dim)
@@ -121,22 +114,18 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        # gate and up in one product: the checkpoint's gate_proj and up_proj stacked
+        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
-        self.gate_up_proj: nn.Module | None = None  # gate and up in one product, once fused
 
     def forward_tokens(self, kernels: ModuleType, x: torch.Tensor, prompt: bool) -> torch.Tensor:
         """x (N, C), a ragged batch; prompt: it holds a prompt piece of several tokens
         (int8's down projection runs those in float32)."""
-        assert self.gate_up_proj is not None
         return self.down_proj(kernels.silu_mul(self.gate_up_proj(x)), prompt=prompt)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gate_up_proj is not None:
-            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
-            return self.down_proj(F.silu(gate) * up)
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -265,15 +254,10 @@ class LlamaModel(nn.Module):
         return self.lm_head(self.norm(x))  # (B, vocab) or (B, T, vocab)
 
     def takes_tokens(self, cache: KVCache) -> bool:
-        """Can forward_tokens run: kernels in use, projections fused, and what the
-        attention kernel needs (a float32 cache, head_dim a multiple of 8)?"""
-        layer: DecoderLayer = self.layers[0]  # type: ignore[assignment]
+        """Can forward_tokens run: kernels in use, and what the attention kernel needs (a
+        float32 cache, head_dim a multiple of 8)?"""
         return (
-            self.kernels is not None
-            and layer.self_attn.qkv_proj is not None
-            and layer.mlp.gate_up_proj is not None
-            and cache.dtype == torch.float32
-            and self.cfg.head_dim % 8 == 0
+            self.kernels is not None and cache.dtype == torch.float32 and self.cfg.head_dim % 8 == 0
         )
 
     def forward_tokens(
@@ -309,3 +293,22 @@ class LlamaModel(nn.Module):
             after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
             h = add_norm(x, layer.mlp.forward_tokens(kernels, h, prompt), after.weight, after.eps)
         return self.lm_head(h[last])  # (R, vocab)
+
+
+FUSED = (("qkv_proj", ("q_proj", "k_proj", "v_proj")), ("gate_up_proj", ("gate_proj", "up_proj")))
+
+
+def fuse_checkpoint(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A Hugging Face Llama state dict in this model's form: each layer's q/k/v projections
+    (weights and biases) stacked into qkv_proj, gate and up into gate_up_proj. Entries
+    already fused, or not of a projection, pass through."""
+    out = dict(state)
+    for key in state:
+        for fused, names in FUSED:
+            prefix, dot, kind = key.rpartition(f".{names[0]}.")
+            if not dot:
+                continue
+            parts = [f"{prefix}.{n}.{kind}" for n in names]
+            if all(p in out for p in parts):
+                out[f"{prefix}.{fused}.{kind}"] = torch.cat([out.pop(p) for p in parts])
+    return out

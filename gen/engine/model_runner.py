@@ -1,4 +1,5 @@
-"""Owns the model and its KV cache: turns scheduled sequences into one forward pass each."""
+"""Owns the model and its KV cache: rows, prefix copies, and the tensors of each step's
+forward. What runs when is the scheduler's; the runner is its Memory."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from gen.engine.sequence import Sequence
 
 
 class CausalLM(Protocol):
+    """What the engine runs: next-token logits from token ids at cache positions."""
+
     cfg: ModelConfig
+    # prompt pieces and decoding rows in separate forwards even where forward_tokens runs
+    split_prompts: bool
 
     def __call__(
         self,
@@ -20,7 +25,27 @@ class CausalLM(Protocol):
         positions: torch.Tensor,
         slots: torch.Tensor,
         cache: KVCache,
-    ) -> torch.Tensor: ...
+    ) -> torch.Tensor:
+        """Rows of T tokens each, (B, T) ids and positions, (B,) cache rows; logits
+        (B, vocab) after each row's last token."""
+        ...
+
+    def takes_tokens(self, cache: KVCache) -> bool:
+        """Can forward_tokens run on this cache?"""
+        ...
+
+    def forward_tokens(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        slots: torch.Tensor,
+        cache: KVCache,
+        last: torch.Tensor,
+        prompt: bool = True,
+    ) -> torch.Tensor:
+        """A ragged batch, token i at positions[i] of row slots[i] (all (N,)); logits
+        (R, vocab) after the tokens at indices `last` (R,)."""
+        ...
 
 
 class ModelRunner:
@@ -39,6 +64,20 @@ class ModelRunner:
         )
         self.slots = SlotManager(self.cache)
         self.prefixes = PrefixStore(self.cache, prefix_cache_bytes)
+
+    @property
+    def free_slots(self) -> int:
+        return self.slots.free
+
+    @property
+    def min_shared(self) -> int:
+        return self.prefixes.min_tokens if self.prefixes.budget_bytes > 0 else 0
+
+    def holders(self) -> list[Sequence]:
+        return [s for s in self.slots.owners if isinstance(s, Sequence)]
+
+    def fits(self, rows: int, width: int) -> bool:
+        return self.cache.fits(rows, width)
 
     # every cache mutation runs in inference mode: the cache holds inference tensors
     @torch.inference_mode()
@@ -73,19 +112,6 @@ class ModelRunner:
         seq.num_cached = best
         return best
 
-    def shares_pending(self, seq: Sequence, pieces: list[tuple[Sequence, int]]) -> bool:
-        """Will one of `pieces`, once run, hold a longer prefix of seq's prompt than seq
-        has (by at least the store's min_tokens)? Then seq does better to wait a step and
-        copy it than to compute it alongside."""
-        if self.prefixes.budget_bytes <= 0:
-            return False
-        wanted = seq.prompt_ids[:-1]
-        for other, n in pieces:
-            shared = common_prefix(other.prompt_ids[: other.num_cached + n], wanted)
-            if shared >= seq.num_cached + self.prefixes.min_tokens:
-                return True
-        return False
-
     @torch.inference_mode()
     def release_slot(self, seq: Sequence) -> None:
         if seq.slot is None:
@@ -104,9 +130,7 @@ class ModelRunner:
         """Do prompt pieces and decoding rows go through the model in one forward? The
         engine's LlamaModel takes them once its kernels are in use, unless it asks for
         prompts apart (int8)."""
-        takes = getattr(self.model, "takes_tokens", None)
-        split = getattr(self.model, "split_prompts", False)
-        return callable(takes) and takes(self.cache) and not split
+        return self.model.takes_tokens(self.cache) and not self.model.split_prompts
 
     @torch.inference_mode()
     def run(self, pieces: list[tuple[Sequence, int]], decode: list[Sequence]) -> torch.Tensor:
@@ -139,7 +163,7 @@ class ModelRunner:
             positions.append(seq.num_cached)
             slots.append(seq.slot)
             last.append(len(ids) - 1)
-        logits = self.model.forward_tokens(  # type: ignore[attr-defined]
+        logits = self.model.forward_tokens(
             torch.tensor(ids),
             torch.tensor(positions),
             torch.tensor(slots),

@@ -112,29 +112,6 @@ class Int8Linear(nn.Module):
         return y.view(*shape[:-1], self.out_features)
 
 
-def _concat(linears: list[nn.Linear]) -> nn.Linear:
-    weight = torch.cat([lin.weight.detach() for lin in linears], dim=0)
-    biases = [lin.bias for lin in linears]
-    fused = nn.Linear(weight.shape[1], weight.shape[0], bias=biases[0] is not None)
-    fused.weight = nn.Parameter(weight, requires_grad=False)
-    if fused.bias is not None:
-        fused.bias = nn.Parameter(torch.cat([b.detach() for b in biases if b is not None]))
-    return fused
-
-
-def fuse_projections(model: nn.Module) -> None:
-    """One matrix product for q/k/v and one for gate/up per layer (fewer, larger calls)."""
-    for module in model.modules():
-        for fused, names in (
-            ("qkv_proj", ("q_proj", "k_proj", "v_proj")),
-            ("gate_up_proj", ("gate_proj", "up_proj")),
-        ):
-            if all(isinstance(getattr(module, n, None), nn.Linear) for n in names):
-                setattr(module, fused, _concat([getattr(module, n) for n in names]))
-                for n in names:
-                    delattr(module, n)
-
-
 def pack_linears(model: nn.Module, int8: bool = False, kernels: ModuleType | None = None) -> int:
     """Swap every float32 nn.Linear inside `model` for a KernelLinear (given the compiled
     kernels) or a PackedLinear, or with int8 for an Int8Linear; returns how many."""

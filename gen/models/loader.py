@@ -12,6 +12,8 @@ import torch
 
 from gen.engine import LlamaModel, ModelConfig, kernels
 from gen.engine import packed as packed_linears
+from gen.engine.config import EngineConfig
+from gen.engine.llama import fuse_checkpoint
 from gen.errors import ModelError
 from gen.models.store import ModelSpec, prepare, resolve
 
@@ -77,7 +79,7 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
             state.update(load_file(str(f)))
     except Exception as exc:
         raise ModelError(f"{path}: cannot read the weights: {exc}") from exc
-    state = {k.removeprefix("model."): v.to(dtype) for k, v in state.items()}
+    state = fuse_checkpoint({k.removeprefix("model."): v.to(dtype) for k, v in state.items()})
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     with torch.device("meta"):
@@ -94,24 +96,17 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
     return model.eval()
 
 
-DTYPES = ("float32", "int8")
-
-
-def default_dtype() -> str:
-    """GEN_DTYPE, else float32."""
-    return os.environ.get("GEN_DTYPE") or "float32"
-
-
-def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = True) -> LoadedModel:
-    """dtype: float32 (default; GEN_DTYPE overrides) or int8 (int8 weights and dynamically
-    quantised activations in the linear layers, but the MLP's down projection on prompts;
-    the embedding, norms, attention and KV cache stay float32).
-    packed: run the engine's compiled kernels (gen.engine.kernels; where they cannot be
-    built, oneDNN's packed linear layers). Faster; float32 results stay within rounding
-    of the plain PyTorch model, and batch-invariant."""
-    dtype = dtype or default_dtype()
-    if dtype not in DTYPES:
-        raise ModelError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+def load_model(
+    spec: str | ModelSpec, config: EngineConfig | None = None, packed: bool = True
+) -> LoadedModel:
+    """The model in config's dtype: float32 (the default), or int8 (int8 weights and
+    dynamically quantised activations in the linear layers, but the MLP's down projection
+    on prompts; the embedding, norms, attention and KV cache stay float32).
+    packed: run the engine's compiled kernels (gen.engine.kernels, unless config.kernels
+    is off; where they cannot be built, oneDNN's packed linear layers). Faster; float32
+    results stay within rounding of the plain PyTorch model, and batch-invariant."""
+    config = config or EngineConfig()
+    dtype = config.dtype
     if dtype == "int8" and not packed_linears.int8_available():
         raise ModelError("dtype int8 needs PyTorch's fbgemm quantized engine (x86 CPUs)")
     ms = resolve(spec) if isinstance(spec, str) else spec
@@ -120,10 +115,8 @@ def load_model(spec: str | ModelSpec, dtype: str | None = None, packed: bool = T
     cfg = read_config(path, tokenizer)
     model = load_weights(path, cfg, torch.float32)
     if dtype == "int8" or packed:
-        compiled = kernels.load()
+        compiled = kernels.load() if config.kernels else None
         if dtype == "int8" or compiled is not None or packed_linears.available():
-            with torch.inference_mode():
-                packed_linears.fuse_projections(model)
             packed_linears.pack_linears(model, int8=dtype == "int8", kernels=compiled)
             model.use_kernels(compiled)
             model.split_prompts = dtype == "int8"

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import torch
 
 from gen.engine import Engine, SamplingParams
+from gen.errors import ConfigError
 from tests.fakes import ByteTokenizer, tiny_llama
 
 MakeEngine = Callable[..., Engine]
@@ -157,7 +159,7 @@ def test_empty_prompt_and_duplicate_ids_are_rejected(make_engine: MakeEngine) ->
 
 @pytest.mark.parametrize("setting", ["max_prefill_tokens", "prefill_chunk"])
 def test_prefill_budgets_below_one_are_rejected(make_engine: MakeEngine, setting: str) -> None:
-    with pytest.raises(ValueError, match=setting):
+    with pytest.raises(ConfigError, match=f"{setting} must be at least 1, got 0"):
         make_engine(**{setting: 0})
 
 
@@ -217,20 +219,52 @@ def test_slot_compaction_after_cache_growth_keeps_outputs(make_engine: MakeEngin
     assert engine.runner.cache.capacity > 256
 
 
-def test_fused_and_packed_projections_decode_the_same(make_engine: MakeEngine) -> None:
+def test_packed_projections_decode_the_same(make_engine: MakeEngine) -> None:
     from gen.engine import packed
     from tests.fakes import tiny_llama
 
     model = tiny_llama()
-    packed.fuse_projections(model)
     swapped = packed.pack_linears(model) if packed.available() else 0
-    layer = model.layers[0]
-    assert layer.self_attn.qkv_proj is not None and layer.mlp.gate_up_proj is not None
-    assert not hasattr(layer.self_attn, "q_proj") and not hasattr(layer.mlp, "up_proj")
     assert swapped in (0, 4 * len(model.layers) + 1)  # qkv, o, gate_up, down; lm_head
     plain = make_engine().generate(PROMPTS, GREEDY)
     fused = make_engine(model=model).generate(PROMPTS, GREEDY)
     assert [c.token_ids for c in fused] == [c.token_ids for c in plain]
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_checkpoint_s_separate_projections_load_stacked(bias: bool) -> None:
+    """Hugging Face checkpoints keep q/k/v and gate/up apart; the model has one form, so
+    fuse_checkpoint stacks them (q, k, v and gate, up, in that order) before loading."""
+    import dataclasses
+
+    from gen.engine.llama import LlamaModel, fuse_checkpoint
+    from tests.fakes import ByteTokenizer, tiny_config
+
+    cfg = dataclasses.replace(tiny_config(ByteTokenizer().vocab_size), attention_bias=bias)
+    torch.manual_seed(5)
+    model = LlamaModel(cfg)
+    h, kvh, hd = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.head_dim
+    assert hd and h > kvh
+    hf: dict[str, torch.Tensor] = {}
+    for key, value in model.state_dict().items():
+        prefix, _, kind = key.rpartition(".")
+        if prefix.endswith("qkv_proj"):
+            base = prefix.removesuffix("qkv_proj")
+            q, k, v = value.split([h, kvh, kvh])
+            hf |= {f"{base}q_proj.{kind}": q, f"{base}k_proj.{kind}": k, f"{base}v_proj.{kind}": v}
+        elif prefix.endswith("gate_up_proj"):
+            base = prefix.removesuffix("gate_up_proj")
+            gate, up = value.chunk(2)
+            hf |= {f"{base}gate_proj.{kind}": gate, f"{base}up_proj.{kind}": up}
+        else:
+            hf[key] = value
+    assert "layers.0.self_attn.q_proj.weight" in hf and "layers.1.mlp.up_proj.weight" in hf
+    assert ("layers.0.self_attn.k_proj.bias" in hf) == bias
+    fused = fuse_checkpoint(hf)
+    assert fused.keys() == model.state_dict().keys()
+    for key, value in model.state_dict().items():
+        assert torch.equal(fused[key], value), key
+    assert fuse_checkpoint(fused).keys() == fused.keys()  # already fused: passed through
 
 
 def test_requests_over_the_kv_budget_wait_then_complete(make_engine: MakeEngine) -> None:

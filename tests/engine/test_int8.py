@@ -13,8 +13,9 @@ from torch import nn
 from gen.bench import PERPLEXITY_TEXTS, perplexity
 from gen.engine import Engine, SamplingParams
 from gen.engine import packed as packed_linears
+from gen.engine.config import EngineConfig
 from gen.engine.packed import Int8Linear, PackedLinear
-from gen.errors import ModelError
+from gen.errors import ConfigError
 from gen.models import load_model
 from tests.fakes import ByteTokenizer, tiny_llama
 
@@ -39,8 +40,6 @@ def test_int8_linear_stays_close_to_float32(rows: int) -> None:
 
 def test_int8_model_runs_prompts_through_a_float32_down_proj() -> None:
     model = tiny_llama()
-    with torch.inference_mode():
-        packed_linears.fuse_projections(model)
     swapped = packed_linears.pack_linears(model, int8=True)
     assert swapped == 2 * 4 + 1  # per layer qkv, o, gate_up, down; plus lm_head
     layer = model.layers[0]
@@ -61,8 +60,6 @@ def test_int8_model_runs_prompts_through_a_float32_down_proj() -> None:
 
 def test_int8_engine_decodes_deterministically() -> None:
     model = tiny_llama()
-    with torch.inference_mode():
-        packed_linears.fuse_projections(model)
     packed_linears.pack_linears(model, int8=True)
     tok = ByteTokenizer()
     params = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
@@ -72,17 +69,16 @@ def test_int8_engine_decodes_deterministically() -> None:
     assert len(runs[0]) == 16
 
 
-def test_unknown_dtype_is_a_model_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ModelError, match="bfloat16"):
-        load_model("smollm2-135m", dtype="bfloat16")
-    monkeypatch.setenv("GEN_DTYPE", "float16")
-    with pytest.raises(ModelError, match="float16"):
-        load_model("smollm2-135m")
+def test_an_unknown_dtype_is_refused_before_anything_loads() -> None:
+    with pytest.raises(ConfigError, match="dtype 'bfloat16' is not one of float32, int8"):
+        EngineConfig(dtype="bfloat16")
+    with pytest.raises(ConfigError, match="GEN_DTYPE must be one of float32, int8, got 'float16'"):
+        EngineConfig.from_env({"GEN_DTYPE": "float16"})
 
 
 @pytest.fixture(scope="module")
 def int8_model() -> Any:
-    return load_model("smollm2-135m", dtype="int8")
+    return load_model("smollm2-135m", EngineConfig(dtype="int8"))
 
 
 @pytest.mark.real_model

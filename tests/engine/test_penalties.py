@@ -17,7 +17,7 @@ from gen.engine.kv_cache import KVCache
 from gen.engine.penalties import PenaltyState, SequenceBreakers
 from gen.engine.sampler import sample
 from gen.engine.sequence import Sequence as Seq
-from tests.fakes import ByteTokenizer, CountingTokenizer, tiny_config
+from tests.fakes import ByteTokenizer, CountingTokenizer, RowModel, tiny_config
 
 MakeEngine = Callable[..., Engine]
 INF = float("-inf")
@@ -305,7 +305,7 @@ def test_dry_sees_the_prompt_and_the_other_penalties_do_not() -> None:
 WORDS = [*"春夏秋冬山水风月", "🎉", "🐱"]
 
 
-class LoopModel:
+class LoopModel(RowModel):
     """Prefers, after word k, word k+1, then k+2, ... (wrapping): greedy decoding cycles
     through WORDS for ever. Logits depend on the last input id only, so a penalty that
     steers away from the cycle changes what comes next."""

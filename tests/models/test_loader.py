@@ -42,3 +42,20 @@ def test_unpacked_load_ties_the_output_head_to_the_embeddings() -> None:
 def test_bundled_model_is_cached_under_gen_home(real_model: Any) -> None:
     assert real_model.path.parent == gen_home() / "models"
     assert (real_model.path / "model.safetensors").is_file()
+
+
+def test_kernels_switched_off_load_the_packed_pytorch_layers() -> None:
+    from gen.engine.config import EngineConfig
+
+    off = EngineConfig.from_env({"GEN_KERNELS": "0"})
+    assert off.kernels is False
+    loaded = load_model(BUNDLED_NAME, off)
+    assert loaded.model.kernels is None
+    assert not loaded.model.takes_tokens(KVCacheProbe(loaded))
+    assert all(not isinstance(m, KernelLinear) for m in loaded.model.modules())
+
+
+def KVCacheProbe(loaded: Any) -> Any:
+    from gen.engine.kv_cache import KVCache
+
+    return KVCache(loaded.config, max_slots=1, max_len=8)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.backends.base import Backend
+from gen.engine.config import EngineConfig
 from gen.pipeline.run.events import EventLog, Subscriber
 from gen.pipeline.run.orchestrator import Orchestrator, preflight
 from gen.pipeline.run.rundir import RunDir
@@ -29,7 +30,9 @@ class PreparedRun:
             write_timeline(self.run_dir.path)  # timeline.svg: where the run's time went
 
 
-def open_pipeline_backend(pipeline: Pipeline, model: str, dtype: str | None = None) -> Backend:
+def open_pipeline_backend(
+    pipeline: Pipeline, model: str, engine: EngineConfig | None = None
+) -> Backend:
     """The backend a pipeline runs on: `model` (the pipeline's or --model's), with the
     pipeline's servers, key, tokenizer and remote settings for an `openai:` model."""
     from gen.backends import open_backend
@@ -38,7 +41,7 @@ def open_pipeline_backend(pipeline: Pipeline, model: str, dtype: str | None = No
         model,
         pipeline.base_url,
         pipeline.api_key_env,
-        dtype=dtype,
+        engine=engine,
         tokenizer=pipeline.tokenizer,
         **pipeline.remote.model_dump(),
     )

@@ -98,6 +98,13 @@ def add_command(sub: Any) -> None:
         help="runs waiting for a place (default 16); past it POST /v1/runs answers 429",
     )
     s.add_argument(
+        "--max-watchers",
+        type=int,
+        default=256,
+        metavar="N",
+        help="run event streams (SSE) open at once (default 256); past it 429",
+    )
+    s.add_argument(
         "--sse-ping",
         type=float,
         default=15.0,
@@ -143,7 +150,8 @@ def _check(args: argparse.Namespace, api_key: str | None) -> None:
             f"refusing to serve on {args.host} without an API key: anyone who can reach it "
             f"could use the model. Pass --api-key KEY (or set GEN_API_KEY), or bind 127.0.0.1"
         )
-    for name in ("port", "max_slots", "max_queue", "max_model_len", "max_runs", "max_run_queue"):
+    limits = ("max_slots", "max_queue", "max_model_len", "max_runs", "max_run_queue")
+    for name in ("port", *limits, "max_watchers"):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "port" else 1):
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {value}")
@@ -188,7 +196,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         backend,
         Path(args.out),
         Path(args.pipelines),
-        RunLimits(max_runs=args.max_runs, max_queue=args.max_run_queue),
+        RunLimits(args.max_runs, args.max_run_queue, args.max_watchers),
         ping_seconds=args.sse_ping,
     )
     app = create_app(backend, config, runs)

@@ -133,8 +133,8 @@ class Generation:
 
 class ConstrainedStream:
     """A constrained request's stream: its grammar failing mid-generation (too costly to
-    lex or parse, or nothing it allows: `a{99999999}`, 20,000 choices, a schema that only
-    refers to itself) is the request's fault, a 400 (param `constraint`, as for a grammar
+    lex or parse, or nothing it allows: `a{99999999}`, a schema that only refers to
+    itself) is the request's fault, a 400 (param `constraint`, as for a grammar
     that does not compile; the message names `field`), not a server error."""
 
     def __init__(self, inner: Stream, field: str) -> None:

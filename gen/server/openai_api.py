@@ -72,6 +72,20 @@ class ResponseFormat(_Request):
         return None
 
 
+def _regex_literal(text: str) -> str:
+    """`text` as a regular expression that matches only it, inside a Lark /.../ literal:
+    ASCII punctuation and space escaped, control characters as \\x{..}."""
+    out = []
+    for ch in text:
+        if ch.isalnum() or (ord(ch) > 127 and ch.isprintable()):
+            out.append(ch)
+        elif ch.isprintable() and ord(ch) < 128:
+            out.append("\\" + ch)
+        else:
+            out.append(f"\\x{{{ord(ch):x}}}")
+    return "".join(out)
+
+
 class StructuredOutputs(_Request):
     """vLLM's: a JSON schema, a regex, a grammar (GBNF when it has `::=`, else Lark), or a
     choice among strings."""
@@ -95,8 +109,10 @@ class StructuredOutputs(_Request):
         if self.choice is not None:
             if not self.choice:
                 raise InvalidParam("structured_outputs.choice", "choice needs a string")
-            options = " | ".join(json.dumps(c, ensure_ascii=False) for c in self.choice)
-            return Constraint("lark", f"start: {options}")
+            # one terminal whose pattern is every choice: a list of 20,000 stays one lexeme
+            # (as alternatives of the parser, each would be an item of its row)
+            options = "|".join(_regex_literal(c) for c in self.choice)
+            return Constraint("lark", f"start: CHOICE\nCHOICE: /(?:{options})/")
         return None
 
 

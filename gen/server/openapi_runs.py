@@ -16,7 +16,8 @@ ERRORS = {
     "413": "Request body too large",
     "415": "The request's Content-Type is not application/json",
     "422": "The pipeline or its inputs do not validate (the message points into the YAML)",
-    "429": "The run queue is full; retry after Retry-After seconds",
+    "429": "The run queue (or, for an event stream, the places for streams) is full; retry "
+    "after Retry-After seconds",
 }
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
 _RUN_ID = {
@@ -86,7 +87,7 @@ def runs_paths() -> dict[str, Any]:
         "The run's events as Server-Sent Events: those so far after Last-Event-ID, then "
         "live ones; the stream ends when the run is over",
         {"200": {"description": "Events", "content": {"text/event-stream": _EVENTS}}},
-        ("400", "404"),
+        ("400", "404", "429"),
         more=(
             {
                 "name": "last_event_id",

@@ -5,13 +5,16 @@ or by a `gen run` in the same outputs folder; the stream ends once the run is ov
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from sse_starlette import ServerSentEvent
 
 from gen.pipeline.run.events import Event, EventReader
 from gen.server.errors import APIError
 
+T = TypeVar("T")
 RETRY_MS = 1000  # how soon an EventSource reconnects after a dropped stream
 
 
@@ -53,6 +56,22 @@ async def follow(
         for event in fresh:
             after = event["seq"]
             yield event
+
+
+def held(items: AsyncIterator[T], release: Callable[[], None]) -> AsyncIterator[T]:
+    """`items`, then `release()` once the stream ends, fails or is closed (the client left),
+    or is dropped without ever being started."""
+    stream = _released_after(items, release)
+    weakref.finalize(stream, release)
+    return stream
+
+
+async def _released_after(items: AsyncIterator[T], release: Callable[[], None]) -> AsyncIterator[T]:
+    try:
+        async for item in items:
+            yield item
+    finally:
+        release()
 
 
 async def sse(events: AsyncIterator[Event]) -> AsyncIterator[ServerSentEvent]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,7 @@ class ServerRun:
 class RunLimits:
     max_runs: int = 2  # runs generating at once
     max_queue: int = 16  # runs waiting for a place; past it a 429
+    max_watchers: int = 256  # event streams open at once; past it a 429
 
 
 class RunManager:
@@ -89,6 +92,8 @@ class RunManager:
         self.pipelines = pipelines
         self.limits = limits
         self.runs: dict[str, ServerRun] = {}  # queued or running here
+        self.watchers = 0  # event streams open
+        self._watch_lock = threading.Lock()  # (a stream may be collected on another thread)
         self._places: asyncio.Semaphore | None = None
 
     @property
@@ -114,7 +119,8 @@ class RunManager:
                 f"model ({self.model}); send the pipeline to that server instead"
             )
         window = pipeline.context.window_for(self.backend.context_window)
-        preflight(RunContext(pipeline, self.backend, EventLog("check"), window, 0))
+        reserve = pipeline.context.reserve
+        preflight(RunContext(pipeline, self.backend, EventLog("check"), window, reserve))
         return pipeline
 
     async def check(self, request: RunRequest) -> Pipeline:
@@ -148,6 +154,29 @@ class RunManager:
                 code="run_queue_full",
                 headers={"Retry-After": "10"},
             )
+
+    def watcher_place(self) -> Callable[[], None]:
+        """Takes one of the max_watchers places for an event stream (each holds a
+        connection, a task and an open file), or answers 429 when none is left. Returns
+        the place's release, which may be called more than once."""
+        with self._watch_lock:
+            if self.watchers >= self.limits.max_watchers:
+                raise APIError(
+                    429,
+                    f"too many event streams open ({self.limits.max_watchers}, "
+                    f"--max-watchers); retry when one has closed",
+                    code="too_many_watchers",
+                    headers={"Retry-After": "5"},
+                )
+            self.watchers += 1
+        held = [True]
+
+        def release() -> None:
+            with self._watch_lock:
+                if held.pop() if held else False:
+                    self.watchers -= 1
+
+        return release
 
     def _queued_manifest(self, run_dir: RunDir, request: RunRequest) -> dict[str, Any]:
         return {

@@ -24,7 +24,7 @@ from gen.server.documents import markdown_html, wants_html
 from gen.server.errors import APIError
 from gen.server.pipelines import describe, pipeline_files, run_request
 from gen.server.request import parse_body
-from gen.server.run_events import follow, last_event_id, sse
+from gen.server.run_events import follow, held, last_event_id, sse
 from gen.server.run_manager import RunManager
 from gen.server.run_store import (
     RunRequest,
@@ -152,7 +152,7 @@ async def run_events(request: Request) -> Response:
 
     events = follow(EventReader(run.events_path), after, active, wait)
     return EventSourceResponse(
-        sse(events),
+        held(sse(events), runs.watcher_place()),
         ping=runs.ping_seconds,
         sep="\n",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,13 @@ import pytest
 from gen.pipeline.run.events import EventLog, read_events
 from gen.server.app import create_app
 from gen.server.documents import wants_html
+from gen.server.errors import APIError
 from gen.server.run_manager import RunLimits, RunManager
 from gen.server.state import ServerConfig
 from tests.pipeline.fake_backend import FakeBackend
 from tests.server.fakes import FakeServed
 
+ONE_AND_ONE = RunLimits(1, 1)  # one run generating, one waiting
 Call = Callable[[httpx.AsyncClient, RunManager], Awaitable[Any]]
 
 TINY = """
@@ -33,13 +35,19 @@ sections:
 """
 
 
-def serve(tmp_path: Path, call: Call, api_key: str | None = None) -> Any:
+def serve(
+    tmp_path: Path,
+    call: Call,
+    api_key: str | None = None,
+    limits: RunLimits = ONE_AND_ONE,
+    backend: FakeBackend | None = None,
+) -> Any:
     pipelines = tmp_path / "pipelines"
     pipelines.mkdir(exist_ok=True)
     (pipelines / "tiny.yaml").write_text("# A tiny one.\n" + TINY, encoding="utf-8")
     (pipelines / "broken.yaml").write_text("name: broken\nsections: 3\n", encoding="utf-8")
     runs = RunManager(
-        FakeBackend(), tmp_path / "out", pipelines, RunLimits(1, 1), poll_seconds=0.01
+        backend or FakeBackend(), tmp_path / "out", pipelines, limits, poll_seconds=0.01
     )
     app = create_app(FakeServed(), ServerConfig(api_key=api_key), runs)
 
@@ -218,3 +226,77 @@ def test_on_loopback_only_loopback_host_names(host: str, ok: bool) -> None:
 
     r = asyncio.run(go())
     assert (r.status_code == 200) is ok, r.text
+
+
+def test_event_streams_past_max_watchers_get_a_429_until_one_closes(tmp_path: Path) -> None:
+    folder = dead_cli_run(tmp_path / "out")
+    url = f"/v1/runs/{folder.name}/events"
+
+    async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
+        got: dict[str, Any] = {}
+        release = runs.watcher_place()  # another stream holds the only place
+        got["full"] = await client.get(url)
+        release()
+        release()  # a second release gives nothing back twice
+        got["watchers_after_release"] = runs.watchers
+        got["open"] = await client.get(url)  # replays, then ends: the run is over
+        got["watchers_after_stream"] = runs.watchers
+        return got
+
+    got = serve(tmp_path, call, limits=RunLimits(1, 1, max_watchers=1))
+    full = got["full"]
+    assert full.status_code == 429 and full.headers["retry-after"] == "5"
+    error = full.json()["error"]
+    assert error["code"] == "too_many_watchers" and "--max-watchers" in error["message"]
+    assert got["watchers_after_release"] == 0
+    assert got["open"].status_code == 200 and "event: run_finished" in got["open"].text
+    assert got["watchers_after_stream"] == 0
+
+
+def test_a_watcher_place_comes_back_however_the_stream_ends(tmp_path: Path) -> None:
+    import gc
+
+    from gen.server.run_events import held
+
+    runs = RunManager(FakeBackend(), tmp_path, tmp_path, RunLimits(max_watchers=2))
+
+    async def events() -> AsyncIterator[str]:
+        yield "一"
+        yield "二"
+
+    async def go() -> list[Any]:
+        read = held(events(), runs.watcher_place())
+        items = [item async for item in read]  # to its end
+        ended = runs.watchers
+        left = held(events(), runs.watcher_place())
+        await left.__anext__()
+        await left.aclose()  # the client went away mid-stream
+        return [items, ended, runs.watchers]
+
+    assert asyncio.run(go()) == [["一", "二"], 0, 0]
+    never = held(events(), runs.watcher_place())  # answered, but never started
+    other = runs.watcher_place()
+    with pytest.raises(APIError) as full:
+        runs.watcher_place()
+    assert full.value.status == 429 and runs.watchers == 2
+    del never
+    gc.collect()
+    assert runs.watchers == 1
+    other()
+    assert runs.watchers == 0
+
+
+def test_a_prompt_that_leaves_no_room_for_the_reserve_is_a_422_not_a_failed_run(
+    tmp_path: Path,
+) -> None:
+    """The check at POST counts the context's reserve as the run does: a pipeline whose
+    instructions fit the window but not beside the reserve is refused then and there."""
+
+    async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
+        return await client.post("/v1/runs", json={"pipeline": "tiny"}), runs.runs
+
+    # the fake counts a character a token: the prompt's 13 fit in 262, not beside 256
+    r, queued = serve(tmp_path, call, backend=FakeBackend(context_window=262))
+    assert r.status_code == 422, r.text
+    assert "window minus reserve" in r.json()["error"]["message"] and not queued
+    assert not list((tmp_path / "out").glob("*/*"))  # no run directory was made

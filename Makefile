@@ -35,7 +35,7 @@ run: $(STAMP)
 	$(BIN)/gen run pipelines/quickstart.yaml
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check gen tests

@@ -36,6 +36,7 @@ from gen.pipeline import (
     render_title,
 )
 from gen.pipeline.records import read_records
+from gen.pipeline.render import COUNT_FIELDS, render_count
 from gen.pipeline.run.batch import Batch
 from gen.pipeline.spec import GENERATION_FIELDS, Section
 from gen.pipeline.variables import SectionResult, prompt_variables
@@ -223,8 +224,8 @@ def pipeline_text(top: dict[str, Any]) -> str:
 
 def check_loaded(pipeline: Pipeline) -> None:
     """What a run does with a loaded pipeline before a model answers: write its inputs and
-    settings as JSON (the manifest), render every prompt, system prompt and title and the
-    document; each renders or fails at a place."""
+    settings as JSON (the manifest), render every prompt, system prompt, title, count
+    (lengths, max_items, min_items) and the document; each renders or fails at a place."""
     blob = {
         "inputs": pipeline.inputs,
         "settings": [pipeline.settings_for(s).model_dump() for s in pipeline.sections],
@@ -238,6 +239,10 @@ def check_loaded(pipeline: Pipeline) -> None:
             lambda s=section, v=variables: render_prompt(pipeline, s, v),
             lambda s=section, v=variables: render_system(pipeline, s, v),
             lambda s=section, v=variables: render_title(pipeline, s, v),
+            *(
+                lambda s=section, v=variables, f=field: render_count(pipeline, s, f, v)
+                for field in COUNT_FIELDS
+            ),
         ]
     for render in renders:
         result = outcome(render, tried=False)

@@ -94,7 +94,10 @@ class EngineDriver:
                 continue
             for out in outputs:
                 listener = self._listeners.get(out.request_id)
-                if listener is not None:
+                if listener is not None and out.error is not None:
+                    del self._listeners[out.request_id]  # it failed alone (its grammar)
+                    listener(out.error)
+                elif listener is not None:
                     try:
                         listener(out)
                     except Exception:  # a listener that cannot take it is gone: end its request

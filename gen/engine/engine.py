@@ -14,7 +14,7 @@ import torch
 
 from gen.engine.config import EngineConfig
 from gen.engine.detokenizer import Tokenizer
-from gen.engine.grammar import Grammars
+from gen.engine.grammar import GrammarError, Grammars
 from gen.engine.model_runner import CausalLM, ModelRunner
 from gen.engine.penalties import SequenceBreakers
 from gen.engine.sampler import sample, token_logprobs
@@ -175,29 +175,59 @@ class Engine:
         return outputs
 
     def _sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[Output]:
+        """Each row's next token. A row whose grammar fails (too costly, nothing allowed)
+        ends alone, with an Output carrying the error; the others go on."""
+        width = logits.shape[-1]
+        outputs: list[Output] = []
+        masks: list[torch.Tensor | None] = []
+        rows: list[int] = []
+        for i, s in enumerate(seqs):
+            try:
+                masks.append(s.grammar.allowed(width) if s.grammar else None)
+            except GrammarError as exc:
+                outputs.append(self._fail(s, exc))
+                continue
+            rows.append(i)
+        if len(rows) < len(seqs):
+            seqs, logits = [seqs[i] for i in rows], logits[rows]
+        if not seqs:
+            return outputs
         tokens = sample(
             logits,
             [s.params for s in seqs],
             [s.generator for s in seqs],
-            [s.seen_mask(logits.shape[-1]) for s in seqs],
+            [s.seen_mask(width) for s in seqs],
             [s.banned_ids() for s in seqs],
-            [s.penalty_state(logits.shape[-1], self.breakers) for s in seqs],
-            [s.grammar.allowed(logits.shape[-1]) if s.grammar else None for s in seqs],
+            [s.penalty_state(width, self.breakers) for s in seqs],
+            masks,
         )
         logprobs = self._logprobs(seqs, logits, tokens)
-        outputs = []
         for i, (seq, token) in enumerate(zip(seqs, tokens, strict=True)):
-            out = seq.append(token, self.max_model_len)
+            try:
+                out = seq.append(token, self.max_model_len)
+            except GrammarError as exc:
+                outputs.append(self._fail(seq, exc))
+                continue
             if i in logprobs and token in out.token_ids:
                 out.logprobs = [logprobs[i]]  # a token of the text (not a final EOS)
             if seq.status is Status.PARKED:
                 self.scheduler.remove(seq)
             elif seq.finished:
-                self.scheduler.remove(seq)
-                self.runner.release_slot(seq)
-                self.requests.pop(seq.request_id, None)
+                self._drop(seq)
             outputs.append(out)
         return outputs
+
+    def _fail(self, seq: Sequence, error: Exception) -> Output:
+        """End one request that cannot go on, freeing its memory; its Output says why."""
+        out = seq.abort()
+        out.error = error
+        self._drop(seq)
+        return out
+
+    def _drop(self, seq: Sequence) -> None:
+        self.scheduler.remove(seq)
+        self.runner.release_slot(seq)
+        self.requests.pop(seq.request_id, None)
 
     def _logprobs(
         self, seqs: list[Sequence], logits: torch.Tensor, tokens: list[int]
@@ -217,6 +247,8 @@ class Engine:
             while True:
                 for out in self.step():
                     if out.request_id == rid:
+                        if out.error is not None:
+                            raise out.error
                         yield out
                         if out.finished:
                             return
@@ -230,10 +262,17 @@ class Engine:
         plist = params if isinstance(params, list) else [params] * len(prompts)
         ids = [self.add_request(p, sp) for p, sp in zip(prompts, plist, strict=True)]
         done: dict[str, Completion] = {rid: Completion() for rid in ids}
-        while any(not c.finished for c in done.values()):
-            for out in self.step():
-                if out.request_id in done:
-                    done[out.request_id].add(out)
+        try:
+            while any(not c.finished for c in done.values()):
+                for out in self.step():
+                    if out.error is not None and out.request_id in done:
+                        raise out.error
+                    if out.request_id in done:
+                        done[out.request_id].add(out)
+        finally:
+            for rid in ids:
+                if not done[rid].finished:
+                    self.abort(rid)
         return [done[rid] for rid in ids]
 
 

@@ -27,6 +27,11 @@ def compact_json(schema: str) -> str:
     return json.dumps({**value, "x-guidance": JSON_LAYOUT})
 
 
+class GrammarError(RuntimeError):
+    """A constraint that failed while decoding (too costly to lex or parse, or nothing it
+    allows): the request's fault, not the engine's."""
+
+
 class Grammars:
     """What constrained requests share: the model's tokenizer as llguidance reads it, made
     once, on the first constrained request."""
@@ -85,7 +90,7 @@ class GrammarState:
 
         llguidance.torch.fill_next_token_bitmask(self.matcher, self.bitmask, 0)
         if self.matcher.is_error():  # (a grammar too costly to lex, say): no token is allowed
-            raise RuntimeError(f"the grammar failed: {self.matcher.get_error()}")
+            raise GrammarError(f"the grammar failed: {self.matcher.get_error()}")
         bits = self.bitmask[0].view(torch.int32)
         mask = ((bits.unsqueeze(-1) >> self.shifts) & 1).bool().flatten()[: self.vocab]  # (vocab,)
         out = torch.zeros(width, dtype=torch.bool)
@@ -95,7 +100,7 @@ class GrammarState:
 
     def consume(self, token: int) -> None:
         if not self.matcher.consume_token(token):
-            raise RuntimeError(f"the grammar refused token {token}: {self.matcher.get_error()}")
+            raise GrammarError(f"the grammar refused token {token}: {self.matcher.get_error()}")
 
     @property
     def done(self) -> bool:

@@ -39,6 +39,7 @@ class Output:
     cached_prompt_tokens: int = 0
     parked: bool = False  # the round ended at max_tokens and the request can resume
     logprobs: list[TokenLogprob] = field(default_factory=list)  # of token_ids, if asked
+    error: Exception | None = None  # the request failed alone (its grammar): finish "abort"
 
 
 class Sequence:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gen.backends.base import Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
+from gen.engine.grammar import GrammarError
 from gen.errors import BackendError
 from gen.sampling import InvalidParam, SamplingParams
 from gen.server.errors import APIError
@@ -146,8 +147,7 @@ class ConstrainedStream:
             async for d in self.inner.deltas():
                 yield d
         except BackendError as exc:
-            # the engine's grammar errors are RuntimeErrors that say so (gen.engine.grammar)
-            if not str(exc.__cause__).startswith("the grammar "):
+            if not isinstance(exc.__cause__, GrammarError):
                 raise
             reason = str(exc.__cause__).split("\n")[0]  # not llguidance's state dump
             message = f"the output cannot follow the {self.field}: {reason}"

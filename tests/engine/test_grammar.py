@@ -13,6 +13,7 @@ import torch
 
 from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
+from gen.engine.grammar import GrammarError
 from gen.engine.sampler import sample
 from gen.sampling import Constraint, InvalidParam
 
@@ -84,6 +85,34 @@ def test_a_bad_grammar_names_the_problem(real_model: Any) -> None:
     assert info.value.param == "constraint"
     with pytest.raises(InvalidParam, match="a constraint is one of"):
         Constraint("xml", "<a/>")
+
+
+@pytest.mark.real_model
+def test_a_grammar_that_fails_mid_batch_ends_its_request_alone(real_model: Any) -> None:
+    """A regex too costly to lex fails at its first tokens, in the step it shares with a
+    free row: that request ends with the error, the free row goes on as it would alone,
+    and no memory is held afterwards."""
+    engine = Engine(real_model.model, real_model.tokenizer, max_slots=4)
+    prompt = encode_chat(real_model.tokenizer, [{"role": "user", "content": "写一句关于雨的话 🌧"}])
+    free = SamplingParams(max_tokens=12, temperature=0)
+    (alone,) = engine.generate([prompt], [free])
+    too_costly = Constraint("regex", "a{99999999}")
+    costly = SamplingParams(max_tokens=12, temperature=0, constraint=too_costly)
+    engine.add_request(prompt, free, request_id="free")
+    engine.add_request(prompt, costly, request_id="costly")
+    outs: dict[str, list[Any]] = {"free": [], "costly": []}
+    while engine.has_unfinished():
+        for out in engine.step():
+            outs[out.request_id].append(out)
+    (failed,) = outs["costly"]
+    assert isinstance(failed.error, GrammarError) and failed.finished
+    assert failed.finish_reason == "abort" and "the grammar" in str(failed.error)
+    assert all(o.error is None for o in outs["free"]) and outs["free"][-1].finished
+    assert [t for o in outs["free"] for t in o.token_ids] == alone.token_ids
+    assert engine.requests == {} and engine.runner.slots.used == 0
+    with pytest.raises(GrammarError):  # generate() raises it, and leaves nothing running
+        engine.generate([prompt, prompt], [free, costly])
+    assert engine.requests == {} and not engine.has_unfinished()
 
 
 @pytest.mark.real_model

@@ -7,6 +7,7 @@ OpenAI-shaped error that names what is wrong (its `param` where there is one): n
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
@@ -219,6 +220,43 @@ def test_20000_choices_are_answered_with_one_of_them(client: httpx.Client, endpo
         choice = r.json()["choices"][0]
         text = choice["message"]["content"] if endpoint == CHAT else choice["text"]
         assert text in CHOICES and choice["finish_reason"] == "stop", choice
+
+
+def test_a_grammar_failing_beside_other_streams_fails_only_its_request(server: Server) -> None:
+    """A regex too costly to lex fails in the engine step it shares with others: its
+    request is a 400 naming the constraint, and the streams decoding beside it go on to
+    their end (once, the whole batch failed with it)."""
+    costly = BODIES[CHAT] | {"structured_outputs": {"regex": "a{99999999}"}, "max_tokens": 8}
+    body = BODIES[CHAT] | {"max_tokens": 24, "ignore_eos": True, "temperature": 0}
+    body |= {"stream": True, "stream_options": {"include_usage": True}}
+
+    async def stream(http: httpx.AsyncClient, decoding: asyncio.Event) -> list[dict[str, Any]]:
+        async with http.stream("POST", CHAT, json=body) as r:
+            assert r.status_code == 200
+            chunks = []
+            async for line in r.aiter_lines():
+                if line.startswith("data: {"):
+                    chunks.append(json.loads(line.removeprefix("data: ")))
+                    if len(chunks) == 3:
+                        decoding.set()
+            return chunks
+
+    async def both() -> tuple[list[list[dict[str, Any]]], httpx.Response]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT) as http:
+            decoding = [asyncio.Event() for _ in range(2)]
+            streams = [asyncio.create_task(stream(http, d)) for d in decoding]
+            for d in decoding:
+                await d.wait()
+            refused = await http.post(CHAT, json=costly)
+            return list(await asyncio.gather(*streams)), refused
+
+    streams, refused = asyncio.run(both())
+    assert_refused(refused, 400, "the output cannot follow the structured_outputs", "constraint")
+    for chunks in streams:
+        assert all("error" not in c for c in chunks), chunks
+        finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+        assert [f for f in finishes if f] == ["length"], chunks
+        assert chunks[-1]["usage"]["completion_tokens"] == 24
 
 
 @pytest.mark.parametrize("endpoint", list(BODIES))

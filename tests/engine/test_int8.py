@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from gen.bench import PERPLEXITY_TEXTS, perplexity
+from gen.bench import PERPLEXITY_TEXTS
 from gen.engine import Engine, SamplingParams
 from gen.engine import packed as packed_linears
 from gen.engine.config import EngineConfig
@@ -106,24 +106,13 @@ def test_real_int8_model_streams_chinese_cleanly(int8_model: Any) -> None:
 
 
 @pytest.mark.real_model
-@pytest.mark.parametrize("stepwise", [False, True], ids=["prompt", "decoding"])
-def test_real_int8_perplexity_stays_near_float32(
-    int8_model: Any, real_model: Any, stepwise: bool
-) -> None:
-    """Measured here, as a prompt: English 55.6 against 48.3, Chinese 18.4 against 15.8;
-    token by token: 52.8 against 48.3, 17.3 against 15.8. Quantising the down projection
-    on prompts too would about double them (see INT8_PROMPT_FLOAT32)."""
-    for text in PERPLEXITY_TEXTS.values():
-        full = perplexity(real_model, text, stepwise)
-        quantised = perplexity(int8_model, text, stepwise)
-        assert quantised != full
-        assert quantised < 1.25 * full
-
-
-@pytest.mark.real_model
 def test_the_bench_quality_figures_compare_int8_with_float32(
     int8_model: Any, real_model: Any
 ) -> None:
+    """Perplexity stays near float32's, as a prompt and token by token. Measured here, as
+    a prompt: English 55.6 against 48.3, Chinese 18.4 against 15.8; token by token: 52.8
+    against 48.3, 17.3 against 15.8. Quantising the down projection on prompts too would
+    about double them (see INT8_PROMPT_FLOAT32)."""
     from gen.bench import quality
 
     q = quality(int8_model, real_model, n=3, tokens=6)

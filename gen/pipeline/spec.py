@@ -162,8 +162,9 @@ class Section(_Strict):
     max_items: WordCount | None = None
     min_items: WordCount | None = None  # default: max_items (exactly that many)
     exclude: list[str] = Field(default_factory=list)  # titles the pipeline writes itself
-    # the output held to a schema, regex or grammar; "none": a list or JSON left free
-    format: Format | Literal["none"] | None = None
+    # the output held to a schema, regex or grammar; "prose": plain paragraphs (where the
+    # backend holds grammars itself); "none": a list or JSON left free
+    format: Format | Literal["none", "prose"] | None = None
     context: list[str] = Field(default_factory=list)  # section ids, "previous", "all"
     hidden: bool | None = None  # left out of the default document; default: parse == list
     headings: HeadingMode = "demote"  # headings in the text: demote | strip | keep

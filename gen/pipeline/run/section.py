@@ -18,6 +18,7 @@ from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
 from gen.pipeline.listparse import item_title, parse_json_items, parse_list, title_key
 from gen.pipeline.outline import ItemGuard, Refusal, json_list_schema, list_grammar, tidy_title
+from gen.pipeline.prose import PROSE_REGEX
 from gen.pipeline.quality import measure, ngrams, tokens
 from gen.pipeline.render import document_title, render_count, render_prompt, render_system
 from gen.pipeline.run.budget import Fitted, fit_prompt
@@ -215,13 +216,23 @@ class SectionRun:
         fmt = self.section.format
         if fmt == "none":
             return False
+        if fmt == "prose":  # a guard, not a contract: not asked of a remote server
+            return self.ctx.backend.supports_grammar
         return fmt is not None or (self._items is not None and self.ctx.backend.supports_grammar)
+
+    @property
+    def shaped(self) -> bool:
+        """Is the output held to a shape whose end the grammar decides (a list, JSON, a
+        schema)? Prose is held too, but may be written on past its end."""
+        return self.constrained and self.section.format != "prose"
 
     def _constraint(self) -> Constraint | None:
         """What this round's output is held to; it reads the text already written first."""
         if not self.constrained:
             return None
         fmt = self.section.format
+        if fmt == "prose":
+            return Constraint("regex", PROSE_REGEX, self.text)
         if fmt is not None and fmt != "none":
             kind, text = fmt.kind_and_text()
             return Constraint(kind, text, self.text)
@@ -245,6 +256,8 @@ class SectionRun:
         if not self.constrained:
             return None
         fmt = self.section.format
+        if fmt == "prose":
+            return {"format": "prose"}
         if fmt is not None and fmt != "none":
             return fmt.model_dump(mode="json", exclude_none=True)
         return {"parse": self.section.parse, "items": self._items, "exclude": self.exclude}
@@ -379,7 +392,7 @@ class SectionRun:
                             )
                             break
                         mode = self.strategy  # go on (past the target: to a boundary)
-                    elif finish == "stop" and self.policy.short(self.text) and not self.constrained:
+                    elif finish == "stop" and self.policy.short(self.text) and not self.shaped:
                         # short of its target: a model that can continue its own text
                         # writes on past its end after a paragraph break, its end of text
                         # held off a while; a chat server is asked for more

@@ -1,4 +1,4 @@
-"""`gen batch` as a user runs it, with the bundled model: 12 records from a CSV, one of them
+"""`gen batch` as a user runs it, with the bundled model: 6 records from a CSV, one of them
 broken, killed part way and run again; and `--dry-run`, which loads no model."""
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ sections:
     prompt: "Write about {{ words }} words on {{ topic }}."
     target_words: 30
 """
-TOPICS = ["茶", "rain in ไทย", "the sea 🌊", "bread", "bicycles", "rivers", "salt", "owls",
-          "maps", "glass", "bees", "clocks"]  # fmt: skip
-BROKEN = 7  # its `words` is no number
+TOPICS = ["茶", "rain in ไทย", "the sea 🌊", "bread", "bicycles", "rivers"]
+BROKEN = 4  # its `words` is no number
 
 
 def gen(*args: str) -> list[str]:
@@ -81,7 +80,7 @@ def test_a_batch_killed_part_way_finishes_on_the_next_run(tmp_path: Path) -> Non
     assert second.returncode == 1, second.stderr  # the broken record failed
     assert second.stdout.strip().splitlines()[-1] == str(folder / "batch.json")
     results = ledger(folder)
-    assert len(results) == 12
+    assert len(results) == len(TOPICS)
     broken = f"r{BROKEN:02d}"
     assert {k for k, r in results.items() if r["status"] != "completed"} == {broken}
     error = str(results[broken]["error"])
@@ -99,7 +98,7 @@ def test_a_batch_killed_part_way_finishes_on_the_next_run(tmp_path: Path) -> Non
         assert manifest["status"] == "completed" and manifest["inputs"]["topic"] == topic
         assert len(document.split()) >= 10
     rows = list(csv.DictReader((folder / "batch.csv").open(encoding="utf-8")))
-    assert [r["key"] for r in rows] == [f"r{n:02d}" for n in range(1, 13)]
+    assert [r["key"] for r in rows] == [f"r{n:02d}" for n in range(1, len(TOPICS) + 1)]
     assert all(r["words"] and r["tokens"] for r in rows if r["key"] != broken)
 
 

@@ -1,15 +1,11 @@
-"""Pipelines on the bundled SmolLM2: `kv` rounds give the same text as one long round, and a
-`gen run` killed with SIGKILL leaves only whole files and resumes to the end."""
+"""Pipelines on the bundled SmolLM2: `kv` rounds give the same text as one long round, and
+the long-text issue's 800-word case ends near its target without loops. (A `gen run`
+killed with SIGKILL: tests/reliability/test_crash.py.)"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,78 +90,6 @@ def test_kv_rounds_equal_one_long_round(backend: LocalBackend, tmp_path: Path) -
     assert {e["round"] for e in deltas if e["section"] == "rounds"} == set(
         range(1, len(rounds) + 1)
     )
-
-
-# -- SIGKILL in the middle of a run, then --resume -------------------------------------------
-
-KILLED = """
-name: killed
-defaults: {max_tokens: 24, max_rounds: 1, temperature: 0}
-sections:
-  - {id: tea, prompt: Write one sentence about tea.}
-  - {id: coffee, prompt: Write one sentence about coffee., depends_on: [tea]}
-  - {id: water, prompt: Write one sentence about water., depends_on: [coffee]}
-"""
-
-
-def _manifests(out: Path) -> list[Path]:
-    return list((out / "killed").glob("*/manifest.json"))
-
-
-def _completed(manifest: dict[str, Any]) -> set[str]:
-    return {s["id"] for s in manifest["sections"] if s["status"] == "completed"}
-
-
-def test_sigkill_leaves_whole_files_and_resume_finishes(tmp_path: Path) -> None:
-    path = tmp_path / "killed.yaml"
-    path.write_text(KILLED, encoding="utf-8")
-    out = tmp_path / "out"
-    cmd = [str(GEN), "run", str(path), "--out", str(out)]
-    log = tmp_path / "killed.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 240  # a guard against hanging, not a timing check
-        while time.monotonic() < deadline and proc.poll() is None:
-            found = _manifests(out)
-            if found and _completed(json.loads(found[0].read_text("utf-8"))):
-                break
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, log.read_text("utf-8", "replace")
-
-    (manifest_path,) = _manifests(out)
-    run_dir = manifest_path.parent
-    leftovers = [n for _, _, files in os.walk(out) for n in files if n.endswith(".tmp")]
-    assert leftovers == []
-    manifest = json.loads(manifest_path.read_text("utf-8"))
-    assert manifest["status"] == "running"  # it never got to say otherwise
-    done = _completed(manifest)
-    assert done and done != {"tea", "coffee", "water"}
-    files = {p.stem: p.read_bytes() for p in (run_dir / "sections").iterdir()}
-    assert set(files) == done  # every section file is one the manifest calls finished
-    secs = sections_by_id(manifest)
-    for key, data in files.items():
-        assert secs[key]["words"] == count_words(data.decode("utf-8"))
-    assert not (run_dir / "document.md").exists()
-
-    resumed = subprocess.run(
-        [*cmd, "--resume"], capture_output=True, text=True, timeout=240, check=False
-    )
-    assert resumed.returncode == 0, resumed.stderr
-    assert resumed.stdout.splitlines()[-1] == str(run_dir / "document.md")
-    final = json.loads(manifest_path.read_text("utf-8"))
-    assert final["status"] == "completed" and final["run_id"] == run_dir.name
-    final_secs = sections_by_id(final)
-    for key, data in files.items():
-        assert (run_dir / "sections" / f"{key}.md").read_bytes() == data
-        assert final_secs[key]["cached"] is True
-    assert not any(final_secs[k]["cached"] for k in {"tea", "coffee", "water"} - done)
-    document = (run_dir / "document.md").read_text("utf-8")
-    for data in files.values():
-        assert data.decode("utf-8").strip() in document
 
 
 # The long-text issue's case: with 40 rounds allowed, this ran on for 6,616 words of loop.

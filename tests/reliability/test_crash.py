@@ -96,9 +96,12 @@ def check_resumed(run_dir: Path, before: dict[str, bytes]) -> None:
     manifest = json.loads((run_dir / "manifest.json").read_text("utf-8"))
     assert manifest["status"] == "completed", manifest
     document = (run_dir / "document.md").read_text("utf-8")
+    cached = {s["id"]: s["cached"] for s in manifest["sections"]}
     for key, data in before.items():
         assert (run_dir / "sections" / f"{key}.md").read_bytes() == data  # byte-identical
         assert data.decode("utf-8").strip() in document
+        assert cached[key] is True  # taken as it was, not generated again
+    assert not any(cached[key] for key in set(cached) - set(before))
     lines = (run_dir / "events.jsonl").read_text("utf-8", "replace").splitlines()
     events = [json.loads(line) for line in lines if line.endswith("}")]
     seqs = [e["seq"] for e in events]
@@ -127,6 +130,9 @@ def test_a_killed_run_resumes_to_the_same_finished_sections(tmp_path: Path, seed
     record("crashes injected")
     (run_dir,) = (out / "crash").iterdir()
     whole_files(out)
+    killed = json.loads((run_dir / "manifest.json").read_text("utf-8"))
+    assert killed["status"] == "running"  # it never got to say otherwise
+    assert not (run_dir / "document.md").exists()
     before = finished_sections(run_dir)
     tear_last_line(run_dir)
     resumed = subprocess.run(

@@ -84,6 +84,17 @@ def assert_whole_stream(events: list[str]) -> None:
     assert text.strip(), chunks
 
 
+def engine_idle(server: Server) -> bool:
+    """Nothing in flight: no request admitted, running or waiting, no KV memory held."""
+    m = server.metrics()
+    return (
+        m["gen_http_requests_in_flight"] == 0
+        and m["gen_requests_running"] == 0
+        and m["gen_requests_waiting"] == 0
+        and m["gen_kv_cache_used_bytes"] == 0
+    )
+
+
 def assert_busy(answer: Answer) -> None:
     assert int(answer.headers["retry-after"]) >= 1, answer.headers
     error = json.loads(answer.body)["error"]
@@ -107,17 +118,7 @@ def test_past_the_queue_a_429_and_afterwards_idle(server: Server) -> None:
     for answer in busy:
         assert_busy(answer)
 
-    # the engine is back to idle: no request admitted, running or waiting, no KV memory held
-    def idle() -> bool:
-        m = server.metrics()
-        return (
-            m["gen_http_requests_in_flight"] == 0
-            and m["gen_requests_running"] == 0
-            and m["gen_requests_waiting"] == 0
-            and m["gen_kv_cache_used_bytes"] == 0
-        )
-
-    wait_until(idle, "the engine is idle after the flood")
+    wait_until(lambda: engine_idle(server), "the engine is idle after the flood")
     m = server.metrics()
     assert m["gen_requests_rejected_total"] - rejected_before == len(busy)
     assert sum(a.left for a in served) >= 1  # some walked away mid-stream, and were dropped

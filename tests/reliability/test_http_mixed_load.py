@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.reliability.soak import record
-from tests.reliability.test_http_load import BODY, assert_whole_stream
+from tests.reliability.test_http_load import BODY, assert_whole_stream, engine_idle
 from tests.server.conftest import Server, running_server, wait_until
 
 pytestmark = pytest.mark.real_model
@@ -134,15 +134,9 @@ async def _round(url: str) -> Tally:
 
 
 def idle(server: Server) -> bool:
+    """The engine idle, and no run generating or queued."""
     m = server.metrics()
-    return (
-        m["gen_http_requests_in_flight"] == 0
-        and m["gen_requests_running"] == 0
-        and m["gen_requests_waiting"] == 0
-        and m["gen_kv_cache_used_bytes"] == 0
-        and m["gen_runs_running"] == 0
-        and m["gen_runs_queued"] == 0
-    )
+    return engine_idle(server) and m["gen_runs_running"] == 0 and m["gen_runs_queued"] == 0
 
 
 def check_round(server: Server, tally: Tally) -> None:

@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import Any
 
-from gen.engine.config import EngineConfig
+from gen.engine.config import DTYPES, EngineConfig
 
 
 def quiet_libraries() -> None:
@@ -25,7 +25,7 @@ def default_model() -> str:
 def add_dtype(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype",
-        choices=["float32", "int8"],
+        choices=list(DTYPES),
         default=None,
         help="weights and matrix arithmetic of the local engine (default: GEN_DTYPE, else "
         "float32); int8 is faster on a CPU and changes the output",

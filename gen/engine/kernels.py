@@ -29,7 +29,7 @@ from types import ModuleType
 import torch
 
 SOURCE = Path(__file__).with_name("csrc") / "kernels.cpp"
-CFLAGS = ["-O3", "-mavx2", "-mfma", "-ffp-contract=off", "-fopenmp"]
+CFLAGS = ["-O3", "-mavx2", "-mfma", "-mf16c", "-ffp-contract=off", "-fopenmp"]
 LDFLAGS = ["-fopenmp"]
 
 log = logging.getLogger(__name__)

@@ -28,12 +28,25 @@ class _Malformed(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """One entry of the tensor table: its GGUF shape (innermost dimension first), ggml
+    type number, and where its bytes are in the file."""
+
+    name: str
+    shape: tuple[int, ...]
+    kind: int
+    start: int
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class GGUFHeader:
-    """The scalar and string metadata (arrays such as the vocabulary are skipped) and the
-    byte offset where the last tensor's data ends."""
+    """The scalar and string metadata (arrays such as the vocabulary are skipped), the
+    tensor table, and the byte offset where the last tensor's data ends."""
 
     metadata: dict[str, Any]
     data_end: int
+    tensors: tuple[TensorInfo, ...] = ()
 
     @property
     def context_length(self) -> int | None:
@@ -127,19 +140,24 @@ def _parse(r: _Reader) -> GGUFHeader:
         metadata[key] = r.value(r.scalar("<I"))
     # 3) tensor table: name, shape, type, offset into the data section
     end = 0
+    table: list[tuple[str, tuple[int, ...], int, int, int]] = []
     for _ in range(n_tensors):
-        r.skip(r.scalar("<Q"))
+        name = r.string()
         n_dims = r.scalar("<I")
         if n_dims > _MAX_DIMS:
             raise _Malformed(f"a tensor with {n_dims} dimensions")
+        shape = tuple(r.scalar("<Q") for _ in range(n_dims))
         elements = 1
-        for _ in range(n_dims):
-            elements *= r.scalar("<Q")
+        for n in shape:
+            elements *= n
         kind, offset = r.scalar("<I"), r.scalar("<Q")
-        end = max(end, offset + _tensor_bytes(kind, elements))
+        nbytes = _tensor_bytes(kind, elements)
+        table.append((name, shape, kind, offset, nbytes))
+        end = max(end, offset + nbytes)
     alignment = metadata.get("general.alignment") or _ALIGNMENT
     start = -(-r.f.tell() // alignment) * alignment
-    return GGUFHeader(metadata, start + end)
+    tensors = tuple(TensorInfo(n, shape, k, start + o, b) for n, shape, k, o, b in table)
+    return GGUFHeader(metadata, start + end, tensors)
 
 
 def _tensor_bytes(kind: int, elements: int) -> int:

@@ -1,0 +1,75 @@
+"""Layers that run a GGUF file's own quantised blocks (`dtype gguf`).
+
+The weights stay as the file stores them, blocks of 32 with a float16 scale (Q4_0, Q8_0)
+or a scale and a minimum (Q4_1), and the compiled kernels (gen.engine.kernels `qlinear`,
+`qrows`) turn each block into float32 weights in registers by gguf-py's own formulas.
+Activations stay float32 and each output is summed in the float32 kernel's order, so a
+product equals, bit for bit, the float32 product over the dequantised matrix: the same
+text as `dtype float32` on the same file, from a sixth (Q4) or a quarter (Q8_0) of the
+bytes read per token.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import torch
+from torch import nn
+
+Q4_0, Q4_1, Q8_0 = 2, 3, 8  # ggml's type numbers
+BLOCK = 32
+BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q8_0: 34}
+NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q8_0: "Q8_0"}
+
+
+def runs(kind: int) -> bool:
+    """Do the kernels read this block type in place?"""
+    return kind in BLOCK_BYTES
+
+
+class QuantLinear(nn.Module):
+    """y = x W^T + b with W (out, in) held as GGUF blocks: blocks (out, in / 32 * block
+    bytes), uint8, one row of blocks per output."""
+
+    def __init__(
+        self,
+        blocks: torch.Tensor,
+        kind: int,
+        in_features: int,
+        kernels: ModuleType,
+        bias: torch.Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        if not runs(kind) or in_features % BLOCK:
+            raise ValueError(f"no kernel for block type {kind} over {in_features} inputs")
+        if blocks.shape[1] != in_features // BLOCK * BLOCK_BYTES[kind]:
+            raise ValueError(f"{tuple(blocks.shape)} blocks do not hold rows of {in_features}")
+        self.in_features = in_features
+        self.out_features = blocks.shape[0]
+        self.kind = kind
+        self.kernels = kernels
+        self.blocks = blocks.contiguous()
+        self.bias = None if bias is None else bias.detach().float().contiguous()
+
+    def forward(self, x: torch.Tensor, prompt: bool | None = None) -> torch.Tensor:
+        shape = x.shape
+        y = self.kernels.qlinear(x.reshape(-1, self.in_features), self.blocks, self.kind, self.bias)
+        return y.view(*shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in={self.in_features}, out={self.out_features}, {NAMES[self.kind]}"
+
+
+class QuantEmbedding(nn.Module):
+    """Embedding rows looked up in GGUF blocks and dequantised (only the rows used)."""
+
+    def __init__(self, blocks: torch.Tensor, kind: int, dim: int, kernels: ModuleType) -> None:
+        super().__init__()
+        self.linear = QuantLinear(blocks, kind, dim, kernels)  # the same blocks serve lm_head
+        self.dim = dim
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        rows = self.linear.kernels.qrows(
+            self.linear.blocks, self.linear.kind, self.dim, ids.reshape(-1)
+        )
+        return rows.view(*ids.shape, self.dim)

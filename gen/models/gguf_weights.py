@@ -1,0 +1,194 @@
+"""A GGUF file's weights straight into the engine's LlamaModel (`dtype gguf`).
+
+The file is memory-mapped (numpy, over the tensor table gen.models.gguf_header reads;
+gguf-py's own reader parses the whole vocabulary first, seconds) and each projection
+keeps its blocks:
+a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q8_0), otherwise
+dequantised once to float32 (K-quants, float16). Nothing is converted to a float32
+checkpoint first. Rows come out in Hugging Face's order: llama.cpp's converter permutes
+the rows of Llama's q and k projections for its rotary layout, and this undoes it, as
+transformers' GGUF loader does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import torch
+from gguf import GGMLQuantizationType
+from torch import nn
+
+from gen.engine import LlamaModel, ModelConfig
+from gen.engine import packed as packed_linears
+from gen.engine.llama import DecoderLayer
+from gen.engine.quantised import NAMES, QuantEmbedding, QuantLinear, runs
+from gen.errors import ModelError
+from gen.models.gguf_header import TensorInfo, read_header
+
+PERMUTED_ARCHS = ("llama", "mistral")  # transformers' LlamaTensorProcessor
+PLAIN = {GGMLQuantizationType.F32: np.float32, GGMLQuantizationType.F16: np.float16}
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """A tensor of the file: data is a read-only view of the map, (rows, row bytes) uint8
+    for a quantised type, (rows, columns) of its numbers otherwise."""
+
+    name: str
+    shape: tuple[int, ...]  # GGUF order: inputs first
+    tensor_type: GGMLQuantizationType
+    data: np.ndarray
+
+    @property
+    def n_elements(self) -> int:
+        return int(np.prod(self.shape))
+
+
+class GGUFWeights:
+    """The tensors of one GGUF file, by name, memory-mapped."""
+
+    def __init__(self, path: Path) -> None:
+        header = read_header(path)
+        try:
+            raw = np.memmap(path, dtype=np.uint8, mode="r")
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{path}: cannot map: {exc}") from exc
+        self.path = path
+        self.arch = str(header.metadata.get("general.architecture", ""))
+        self.tensors = {t.name: self._view(raw, t) for t in header.tensors}
+
+    def _view(self, raw: np.ndarray, info: TensorInfo) -> Tensor:
+        kind = GGMLQuantizationType(info.kind)
+        rows = int(np.prod(info.shape[1:]))
+        data = raw[info.start : info.start + info.nbytes]
+        if kind in PLAIN:
+            data = data.view(PLAIN[kind])
+        data = data.reshape(rows, -1) if len(info.shape) > 1 else data
+        return Tensor(info.name, info.shape, kind, data)
+
+    def get(self, name: str) -> Tensor:
+        if name not in self.tensors:
+            raise ModelError(f"{self.path}: no tensor {name!r}")
+        return self.tensors[name]
+
+    def has(self, name: str) -> bool:
+        return name in self.tensors
+
+    @staticmethod
+    def kind(tensor: Tensor) -> int:
+        return int(tensor.tensor_type)
+
+    def dense(self, tensor: Tensor, rows: np.ndarray | None = None) -> torch.Tensor:
+        """float32 (out, in) or (n,), by gguf-py's dequantize: the values transformers
+        loads, so `dtype float32` on the same file holds the same numbers."""
+        from gguf.quants import dequantize
+
+        values = dequantize(np.asarray(tensor.data), tensor.tensor_type).astype(np.float32)
+        if rows is not None:
+            values = values[rows]
+        return torch.from_numpy(np.ascontiguousarray(values))
+
+    @staticmethod
+    def blocks(tensor: Tensor, rows: np.ndarray | None = None) -> torch.Tensor:
+        data = np.asarray(tensor.data)  # a read-only view of the map: copied out once
+        return torch.from_numpy(data.copy() if rows is None else data[rows])
+
+
+def unpermute(rows: int, heads: int) -> np.ndarray:
+    """Row order that undoes llama.cpp's permute of a q or k projection with `heads`
+    heads (transformers' _reverse_permute_weights, applied to row indices)."""
+    return np.arange(rows).reshape(heads, rows // heads // 2, 2).swapaxes(1, 2).reshape(rows)
+
+
+def load_gguf_model(
+    path: Path, cfg: ModelConfig, kernels: ModuleType
+) -> tuple[LlamaModel, Counter[str]]:
+    """The model with its projections on the file's blocks; the second value counts the
+    weights by how they run ("Q4_1", "Q8_0", "float32")."""
+    weights = GGUFWeights(path)
+    with torch.device("meta"):
+        model = LlamaModel(cfg)
+    counts: Counter[str] = Counter()
+    permuted = weights.arch in PERMUTED_ARCHS
+
+    def linear(parts: list[tuple[str, int | None]], bias: bool) -> nn.Module:
+        """One projection from the file's tensors `parts` stacked by rows; each part with
+        the heads whose permute to undo (None: as stored)."""
+        tensors = [weights.get(f"{name}.weight") for name, _ in parts]
+        orders = [
+            unpermute(t.data.shape[0], heads) if permuted and heads else None
+            for t, (_, heads) in zip(tensors, parts, strict=True)
+        ]
+        biases = None
+        if bias:
+            biases = torch.cat(
+                [weights.dense(weights.get(f"{name}.bias"), order) for (name, _), order in
+                 zip(parts, orders, strict=True)]
+            )  # fmt: skip
+        kinds = {weights.kind(t) for t in tensors}
+        in_features = int(tensors[0].shape[0])  # GGUF shapes are (in, out)
+        if len(kinds) == 1 and runs(kind := kinds.pop()) and in_features % 32 == 0:
+            blocks = torch.cat([weights.blocks(t, o) for t, o in zip(tensors, orders, strict=True)])
+            counts[NAMES[kind]] += blocks.shape[0] * in_features
+            return QuantLinear(blocks, kind, in_features, kernels, biases)
+        dense = torch.cat([weights.dense(t, o) for t, o in zip(tensors, orders, strict=True)])
+        counts["float32"] += dense.numel()
+        plain = nn.Linear(dense.shape[1], dense.shape[0], bias=biases is not None)
+        plain.weight = nn.Parameter(dense, requires_grad=False)
+        if biases is not None:
+            plain.bias = nn.Parameter(biases, requires_grad=False)
+        return packed_linears.float32_linear(plain, kernels)
+
+    def norm(module: nn.Module, name: str) -> None:
+        module.weight = nn.Parameter(weights.dense(weights.get(name)), requires_grad=False)
+
+    h, kvh = cfg.num_heads, cfg.num_kv_heads
+    layers: list[DecoderLayer] = list(model.layers)  # type: ignore[arg-type]
+    for i, layer in enumerate(layers):
+        blk = f"blk.{i}"
+        attn, mlp = layer.self_attn, layer.mlp
+        projections: tuple[tuple[nn.Module, str, list[tuple[str, int | None]]], ...] = (
+            (
+                attn,
+                "qkv_proj",
+                [(f"{blk}.attn_q", h), (f"{blk}.attn_k", kvh), (f"{blk}.attn_v", None)],
+            ),
+            (attn, "o_proj", [(f"{blk}.attn_output", None)]),
+            (mlp, "gate_up_proj", [(f"{blk}.ffn_gate", None), (f"{blk}.ffn_up", None)]),
+            (mlp, "down_proj", [(f"{blk}.ffn_down", None)]),
+        )
+        for parent, name, parts in projections:  # (the layer was built with nn.Linear)
+            setattr(parent, name, linear(parts, bias=name == "qkv_proj" and cfg.attention_bias))
+        norm(layer.input_layernorm, f"{blk}.attn_norm.weight")
+        norm(layer.post_attention_layernorm, f"{blk}.ffn_norm.weight")
+    norm(model.norm, "output_norm.weight")
+
+    embed = weights.get("token_embd.weight")
+    dim = cfg.hidden_size
+    if runs(weights.kind(embed)) and dim % 32 == 0:
+        quant = QuantEmbedding(weights.blocks(embed), weights.kind(embed), dim, kernels)
+        model.embed_tokens = quant  # type: ignore[assignment]
+        tied: nn.Module = quant.linear
+        counts[NAMES[weights.kind(embed)]] += embed.n_elements
+    else:
+        table = weights.dense(embed)
+        model.embed_tokens = nn.Embedding.from_pretrained(table, freeze=True)
+        plain = nn.Linear(dim, table.shape[0], bias=False)
+        plain.weight = model.embed_tokens.weight
+        tied = packed_linears.float32_linear(plain, kernels)
+        counts["float32"] += table.numel()
+    if weights.has("output.weight"):
+        model.lm_head = linear([("output", None)], bias=False)  # type: ignore[assignment]
+    else:
+        model.lm_head = tied  # type: ignore[assignment]
+
+    leftover = [n for n, p in model.named_parameters() if p.is_meta]
+    leftover += [n for n, b in model.named_buffers() if b.is_meta]
+    if leftover:
+        raise ModelError(f"{path}: weights missing for {', '.join(leftover[:5])}")
+    model.use_kernels(kernels)
+    return model.eval(), counts

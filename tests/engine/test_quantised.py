@@ -1,0 +1,288 @@
+"""`dtype gguf`: the kernels that read GGUF blocks in place (Q4_0, Q4_1, Q8_0) against
+dequantise-then-multiply, batch invariance, the loader on a GGUF file written here (row
+permutes, a tensor type without a kernel, tied embeddings), the bundled model against its
+float32 path, and the fallback without kernels."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGMLQuantizationType, GGUFWriter
+from gguf.quants import dequantize, quantize
+
+from gen.engine import Engine, SamplingParams, kernels
+from gen.engine import packed as packed_linears
+from gen.engine.config import EngineConfig
+from gen.engine.kv_cache import KVCache
+from gen.engine.llama import LlamaModel
+from gen.engine.quantised import Q4_0, Q4_1, Q8_0, QuantEmbedding, QuantLinear
+from gen.errors import ModelError
+from gen.models.gguf_weights import load_gguf_model, unpermute
+from tests.fakes import ByteTokenizer, tiny_config
+
+TYPES = {Q4_0: GGMLQuantizationType.Q4_0, Q4_1: GGMLQuantizationType.Q4_1,
+         Q8_0: GGMLQuantizationType.Q8_0}  # fmt: skip
+tok = ByteTokenizer()
+
+
+@pytest.fixture(scope="module")
+def k() -> ModuleType:
+    if not kernels.supported():
+        pytest.skip("not an AVX2 x86-64 CPU: dtype gguf falls back to float32 there")
+    loaded = kernels.load()
+    assert loaded is not None, f"the kernels did not build: {kernels.error()}"
+    return loaded
+
+
+def blocks_of(w: np.ndarray, kind: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """w quantised to `kind`: its blocks, and the float32 matrix they stand for (gguf-py)."""
+    raw = quantize(w, TYPES[kind])
+    return torch.from_numpy(raw), torch.from_numpy(dequantize(raw, TYPES[kind]).astype(np.float32))
+
+
+@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
+@pytest.mark.parametrize(("K", "N"), [(32, 5), (576, 200), (1536, 49)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
+    k: ModuleType, kind: int, K: int, N: int, bias: bool
+) -> None:
+    rng = np.random.default_rng(K + N + kind)
+    blocks, dense = blocks_of(rng.standard_normal((N, K), dtype=np.float32), kind)
+    b = torch.randn(N) if bias else None
+    x = torch.randn(70, K)
+    full = k.qlinear(x, blocks, kind, b)
+    # the same sums in the same order as the float32 kernel: bit for bit
+    assert torch.equal(full, k.linear(x, dense, b))
+    want = x.double() @ dense.double().T + (b.double() if b is not None else 0)
+    torch.testing.assert_close(full.double(), want, rtol=1e-5, atol=1e-5 * K**0.5)
+    # batch invariance: a row's bits do not depend on its batch (registers up to 4 rows,
+    # a float32 slab beyond)
+    for m in (1, 2, 3, 4, 5, 17, 70):
+        assert torch.equal(k.qlinear(x[:m], blocks, kind, b), full[:m])
+        assert torch.equal(k.qlinear(x[70 - m :], blocks, kind, b), full[70 - m :])
+
+
+@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
+def test_qrows_are_the_dequantised_rows(k: ModuleType, kind: int) -> None:
+    rng = np.random.default_rng(kind)
+    blocks, dense = blocks_of(rng.standard_normal((300, 64), dtype=np.float32), kind)
+    ids = torch.tensor([0, 299, 7, 7, 150])
+    assert torch.equal(k.qrows(blocks, kind, 64, ids), dense[ids])
+    with pytest.raises(RuntimeError, match="out of range"):
+        k.qrows(blocks, kind, 64, torch.tensor([300]))
+
+
+def test_bad_blocks_are_refused(k: ModuleType) -> None:
+    blocks, _ = blocks_of(np.ones((4, 64), dtype=np.float32), Q8_0)
+    with pytest.raises(RuntimeError, match="rows of 96"):
+        k.qlinear(torch.randn(1, 96), blocks, Q8_0, None)
+    with pytest.raises(RuntimeError, match="unsupported block type"):
+        k.qlinear(torch.randn(1, 64), blocks, 12, None)  # Q4_K: no kernel
+    with pytest.raises(ValueError, match="no kernel"):
+        QuantLinear(blocks, 12, 64, k)
+
+
+def test_unpermute_undoes_llama_cpps_permute() -> None:
+    """llama.cpp's convert_hf_to_gguf permute, written out, then undone by row order."""
+    rows, heads = 48, 3
+    w = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
+    permuted = w.reshape(heads, 2, rows // heads // 2, 4).swapaxes(1, 2).reshape(w.shape)
+    assert not np.array_equal(permuted, w)
+    assert np.array_equal(permuted[unpermute(rows, heads)], w)
+
+
+# ------------------------------------------------------------ the loader on a written file
+
+LAYOUT = {  # our parameter -> the GGUF tensor and its type in the file written below
+    "q_proj": ("attn_q", Q4_1),
+    "k_proj": ("attn_k", Q4_1),
+    "v_proj": ("attn_v", Q4_1),
+    "o_proj": ("attn_output", Q4_0),
+    "gate_proj": ("ffn_gate", Q4_1),
+    "up_proj": ("ffn_up", Q4_1),
+    "down_proj": ("ffn_down", None),  # float16: no kernel, dequantised at load
+}
+
+
+def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
+    """A tiny Llama written as llama.cpp would (q and k rows permuted, quantised), and
+    the float32 model holding exactly the numbers the file stands for."""
+    cfg = tiny_config(tok.vocab_size)
+    torch.manual_seed(seed)
+    reference = LlamaModel(cfg).eval()
+    writer = GGUFWriter(str(path), "llama")
+    state: dict[str, torch.Tensor] = {}
+
+    def put(name: str, w: np.ndarray, kind: int | None, heads: int | None = None) -> np.ndarray:
+        if heads:  # llama.cpp's permute of q and k
+            w = w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2)
+            w = w.reshape(-1, *w.shape[3:])
+        if kind is None:
+            half = w.astype(np.float16)
+            writer.add_tensor(name, half)
+            back = half.astype(np.float32)
+        else:
+            raw = quantize(w, TYPES[kind])
+            writer.add_tensor(name, raw, raw_dtype=TYPES[kind])
+            back = dequantize(raw, TYPES[kind]).astype(np.float32)
+        if heads:
+            back = back[unpermute(back.shape[0], heads)]
+        return back
+
+    for i in range(cfg.num_layers):
+        attn = reference.layers[i].self_attn
+        mlp = reference.layers[i].mlp
+        h, kv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        qkv = attn.qkv_proj.weight.detach().numpy()
+        q, kk, v = qkv[: h * d], qkv[h * d : (h + kv) * d], qkv[(h + kv) * d :]
+        parts = [
+            put(f"blk.{i}.attn_q.weight", q, Q4_1, h),
+            put(f"blk.{i}.attn_k.weight", kk, Q4_1, kv),
+            put(f"blk.{i}.attn_v.weight", v, Q4_1),
+        ]
+        state[f"layers.{i}.self_attn.qkv_proj.weight"] = torch.from_numpy(np.concatenate(parts))
+        state[f"layers.{i}.self_attn.o_proj.weight"] = torch.from_numpy(
+            put(f"blk.{i}.attn_output.weight", attn.o_proj.weight.detach().numpy(), Q4_0)
+        )
+        gate_up = mlp.gate_up_proj.weight.detach().numpy()
+        half = cfg.intermediate_size
+        state[f"layers.{i}.mlp.gate_up_proj.weight"] = torch.from_numpy(
+            np.concatenate([
+                put(f"blk.{i}.ffn_gate.weight", gate_up[:half], Q4_1),
+                put(f"blk.{i}.ffn_up.weight", gate_up[half:], Q4_1),
+            ])
+        )  # fmt: skip
+        state[f"layers.{i}.mlp.down_proj.weight"] = torch.from_numpy(
+            put(f"blk.{i}.ffn_down.weight", mlp.down_proj.weight.detach().numpy(), None)
+        )
+        for ours, theirs in (
+            ("input_layernorm", "attn_norm"),
+            ("post_attention_layernorm", "ffn_norm"),
+        ):
+            norm = (torch.rand(cfg.hidden_size) + 0.5).numpy()
+            writer.add_tensor(f"blk.{i}.{theirs}.weight", norm)
+            state[f"layers.{i}.{ours}.weight"] = torch.from_numpy(norm)
+    norm = (torch.rand(cfg.hidden_size) + 0.5).numpy()
+    writer.add_tensor("output_norm.weight", norm)
+    state["norm.weight"] = torch.from_numpy(norm)
+    embed = put("token_embd.weight", reference.embed_tokens.weight.detach().numpy(), Q8_0)
+    state["embed_tokens.weight"] = torch.from_numpy(embed)
+    state["lm_head.weight"] = state["embed_tokens.weight"]  # tied: no output.weight
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with torch.no_grad():
+        for name, value in state.items():
+            reference.get_parameter(name).copy_(value)
+    return reference, {"down_proj": 0}
+
+
+def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
+    k: ModuleType, tmp_path: Path
+) -> None:
+    path = tmp_path / "tiny.gguf"
+    reference, _ = write_gguf(path)
+    model, counts = load_gguf_model(path, reference.cfg, k)
+    attn, mlp = model.layers[0].self_attn, model.layers[0].mlp
+    assert isinstance(attn.qkv_proj, QuantLinear) and attn.qkv_proj.kind == Q4_1
+    assert isinstance(attn.o_proj, QuantLinear) and attn.o_proj.kind == Q4_0
+    assert not isinstance(mlp.down_proj, QuantLinear)  # float16 in the file: float32 here
+    assert isinstance(model.embed_tokens, QuantEmbedding)
+    assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
+    cfg = reference.cfg
+    assert counts["float32"] == cfg.num_layers * cfg.intermediate_size * cfg.hidden_size
+    assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
+    packed_linears.pack_linears(reference, kernels=k)  # both through the kernels:
+    reference.use_kernels(k)  # the same order of sums
+
+    ids = tok.encode("你好，世界 สวัสดี 🎉 and some English")
+    n = len(ids)
+
+    @torch.inference_mode()
+    def logits(m: LlamaModel) -> torch.Tensor:
+        cache = KVCache(cfg, max_slots=1, max_len=64)
+        cache.reserve(1, 64)
+        return m(torch.tensor([ids]), torch.arange(n)[None], torch.tensor([0]), cache, True)
+
+    assert torch.equal(logits(model), logits(reference))  # bit for bit, every position
+    params = SamplingParams(max_tokens=24, temperature=0, ignore_eos=True)
+    got = Engine(model, tok, max_slots=2).generate([ids], params)[0].token_ids
+    want = Engine(reference, tok, max_slots=2).generate([ids], params)[0].token_ids
+    assert got == want
+
+
+def test_a_file_missing_a_tensor_is_named(k: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "cut.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_tensor("token_embd.weight", np.ones((tok.vocab_size, 64), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ModelError, match=r"blk\.0\.attn_q\.weight"):
+        load_gguf_model(path, tiny_config(tok.vocab_size), k)
+
+
+# ------------------------------------------------------------------- the bundled model
+
+
+@pytest.fixture(scope="module")
+def bundled_gguf(k: ModuleType) -> object:
+    from gen.models import load_model
+
+    return load_model("smollm2-135m", EngineConfig(dtype="gguf"))
+
+
+def test_the_bundled_model_in_its_own_blocks_writes_the_float32_text(
+    bundled_gguf: object, real_model: object
+) -> None:
+    """The same weights, read from Q4_1 and Q8_0 blocks: the same logits bit for bit and
+    the same greedy tokens, Chinese, Thai and emoji prompts included."""
+    from gen.bench import encode_chat, prompts
+
+    loaded, reference = bundled_gguf, real_model
+    assert loaded.dtype == "gguf"  # type: ignore[attr-defined]
+    model = loaded.model  # type: ignore[attr-defined]
+    assert isinstance(model.layers[0].self_attn.qkv_proj, QuantLinear)
+    assert model.layers[0].mlp.gate_up_proj.kind == Q4_1
+    assert model.lm_head.kind == Q8_0
+    tokenizer = reference.tokenizer  # type: ignore[attr-defined]
+    texts = ["用中文写一段关于长城的介绍。", "เขียนเรื่องสั้นเกี่ยวกับทะเล 🌊"]
+    batch = prompts(reference, 3) + [  # type: ignore[arg-type]
+        encode_chat(tokenizer, [{"role": "user", "content": t}]) for t in texts
+    ]
+    params = SamplingParams(max_tokens=48, temperature=0)
+    ours = Engine(model, tokenizer, max_slots=8).generate(batch, params)
+    theirs = Engine(reference.model, tokenizer, max_slots=8).generate(batch, params)  # type: ignore[attr-defined]
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.token_ids == b.token_ids
+        assert a.text == b.text
+
+
+def test_dtype_gguf_falls_back_to_float32_without_kernels(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """GEN_KERNELS=0 stands for a CPU without AVX2: the same model in float32, said."""
+    from gen.models import load_model
+
+    config = EngineConfig.from_env({"GEN_KERNELS": "0", "GEN_DTYPE": "gguf"})
+    with caplog.at_level(logging.WARNING):
+        loaded = load_model("smollm2-135m", config)
+    assert loaded.dtype == "float32"
+    assert loaded.model.kernels is None
+    assert "dtype gguf needs the CPU kernels" in caplog.text
+
+
+def test_dtype_gguf_needs_a_gguf_file(tmp_path: Path) -> None:
+    from gen.models import load_model
+
+    (tmp_path / "config.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "model.safetensors").write_bytes(b"")  # refused before it is read
+    with pytest.raises(ModelError, match=r"not a \.gguf file"):
+        load_model(str(tmp_path), EngineConfig(dtype="gguf"))

@@ -121,7 +121,7 @@ def load_model(
             f"{ms.name}: dtype gguf runs a GGUF file's own blocks, and this model is not a "
             ".gguf file (float32 or int8 run it)"
         )
-    path = prepare(ms)
+    path = prepare(ms, weights=dtype != "gguf")
     tokenizer = load_tokenizer(path)
     cfg = read_config(path, tokenizer)
     if dtype == "gguf":
@@ -134,6 +134,7 @@ def load_model(
             kernels.error() or "turned off",
         )
         dtype = "float32"
+        path = prepare(ms)
     model = load_weights(path, cfg, torch.float32)
     if dtype == "int8" or packed:
         compiled = kernels.load() if config.kernels else None

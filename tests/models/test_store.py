@@ -161,10 +161,10 @@ def test_weights_that_do_not_fit_the_architecture(tmp_path: Path) -> None:
 # -- the conversion cache ----------------------------------------------------------------
 
 
-def fake_convert(calls: list[Path]) -> Callable[[Path, Path], None]:
+def fake_convert(calls: list[Path]) -> Callable[..., None]:
     """Stands in for convert_gguf: records the call, writes a config and the done marker."""
 
-    def convert(gguf: Path, out: Path) -> None:
+    def convert(gguf: Path, out: Path, weights: bool = True) -> None:
         calls.append(gguf)
         (out / "config.json").write_text("{}", encoding="utf-8")
         (out / store.DONE_MARKER).write_text("{}", encoding="utf-8")
@@ -199,7 +199,7 @@ def test_a_concurrent_conversion_that_finished_first_is_used(
     gguf.write_bytes(b"weights")
     target = store.converted_dir(gguf)
 
-    def racing(src: Path, out: Path) -> None:
+    def racing(src: Path, out: Path, weights: bool = True) -> None:
         fake_convert([])(src, out)
         target.mkdir()  # another process renames its finished copy into place first
         (target / store.DONE_MARKER).write_text('{"winner": true}', encoding="utf-8")
@@ -215,12 +215,49 @@ def test_a_concurrent_conversion_that_finished_first_is_used(
 def test_bundled_conversion_is_reused(real_model: object, monkeypatch: pytest.MonkeyPatch) -> None:
     first = prepare(BUNDLED_NAME)  # converted (or found) when the session loaded the model
 
-    def no_conversion(gguf: Path, out: Path) -> None:
+    def no_conversion(gguf: Path, out: Path, weights: bool = True) -> None:
         raise AssertionError("the cached conversion should have been reused")
 
     monkeypatch.setattr(store, "convert_gguf", no_conversion)
     assert prepare(BUNDLED_NAME) == first
     assert (first / store.DONE_MARKER).is_file() and (first / "config.json").is_file()
+
+
+def test_without_weights_only_the_tokenizer_is_prepared_and_a_full_conversion_serves(
+    gen_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Path] = []
+    monkeypatch.setattr(store, "convert_gguf", fake_convert(calls))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"weights")
+    light = prepare(str(gguf), weights=False)
+    assert (
+        light.name.endswith(store.TOKENIZER_SUFFIX) and prepare(str(gguf), weights=False) == light
+    )
+    assert store.cached_models() == []  # not a model of its own
+    full = prepare(str(gguf))
+    assert full != light and len(calls) == 2
+    assert prepare(str(gguf), weights=False) == full  # the full one has a tokenizer too
+    assert len(calls) == 2
+
+
+@pytest.mark.real_model
+def test_the_bundled_tokenizer_alone_gives_the_full_conversions_config(
+    real_model: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dtype gguf's first run: the tokenizer and config from the GGUF in seconds, the same
+    model config as the full conversion, and no float32 weights written."""
+    from gen.models.loader import load_tokenizer, read_config
+
+    full = prepare(BUNDLED_NAME)
+    monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
+    light = prepare(BUNDLED_NAME, weights=False)
+    assert light.name.endswith(store.TOKENIZER_SUFFIX)
+    assert not list(light.glob("*.safetensors"))
+    tokenizer = load_tokenizer(light)
+    assert read_config(light, tokenizer) == read_config(full, load_tokenizer(full))
+    text = "长城 ทะเล 🌊 tea"
+    assert tokenizer.encode(text) == load_tokenizer(full).encode(text)
 
 
 def test_a_conversion_without_its_done_marker_is_redone(
@@ -233,7 +270,7 @@ def test_a_conversion_without_its_done_marker_is_redone(
     target.mkdir(parents=True)
     (target / "junk").write_text("left by a killed conversion")
 
-    def fake_convert(src: Path, out: Path) -> None:
+    def fake_convert(src: Path, out: Path, weights: bool = True) -> None:
         (out / store.DONE_MARKER).write_text("{}")
 
     monkeypatch.setattr(store, "convert_gguf", fake_convert)

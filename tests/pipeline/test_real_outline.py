@@ -25,8 +25,8 @@ RECIPE = Path(__file__).parents[2] / "pipelines" / "tech-report.yaml"
 
 
 @pytest.fixture(scope="module")
-def backend(real_model: Any) -> Iterator[LocalBackend]:
-    local = LocalBackend(real_model, max_slots=8)
+def backend(real_model_blocks: Any) -> Iterator[LocalBackend]:
+    local = LocalBackend(real_model_blocks, max_slots=8)
     yield local
     asyncio.run(local.aclose())
 

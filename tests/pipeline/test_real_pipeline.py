@@ -25,8 +25,8 @@ REPLACEMENT = "\ufffd"
 
 
 @pytest.fixture(scope="module")
-def backend(real_model: Any) -> Iterator[LocalBackend]:
-    local = LocalBackend(real_model, max_slots=4)
+def backend(real_model_blocks: Any) -> Iterator[LocalBackend]:
+    local = LocalBackend(real_model_blocks, max_slots=4)
     yield local
     asyncio.run(local.aclose())
 

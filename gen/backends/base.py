@@ -46,7 +46,9 @@ class Backend(Protocol):
     # does it hold output to any constraint, one that starts past text already written too
     # (a `parse: list` section's grammar)? Others pass a section's `format:` on as they can
     supports_grammar: bool
-    dtype: str | None  # the local engine's weights (float32, gguf, int8); None for a remote server
+    dtype: (
+        str | None
+    )  # the local engine's weights (float32, gguf, q8, int8); None for a remote server
 
     def count_tokens(self, messages: list[Message]) -> int: ...
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from gen.errors import ConfigError
 
-DTYPES = ("float32", "gguf", "int8")
+DTYPES = ("float32", "gguf", "q8", "int8")
 PREFIX_CACHE_BYTES = 256 * 2**20
 
 
@@ -19,8 +19,9 @@ class EngineConfig:
     """How the engine loads and runs a model. Built once at the edge (`from_env`), then
     passed down: nothing below reads the environment.
 
-    dtype: float32; gguf (a GGUF file's own quantised blocks, read by the kernels); or
-    int8 (int8 weights and dynamically quantised activations in the linear layers).
+    dtype: float32; gguf (a GGUF file's own quantised blocks, read by the kernels); q8
+    (Q8_0 blocks made from float weights at load); or int8 (int8 weights and
+    dynamically quantised activations in the linear layers).
     kernels: the compiled CPU kernels where the machine takes them.
     kv_budget_bytes caps the KV cache (None: no cap); requests that would pass it wait.
     While others decode, a step runs at most prefill_chunk prompt tokens (a long prompt

@@ -73,3 +73,33 @@ class QuantEmbedding(nn.Module):
             self.linear.blocks, self.linear.kind, self.dim, ids.reshape(-1)
         )
         return rows.view(*ids.shape, self.dim)
+
+
+def quantise_q8_0(weight: torch.Tensor) -> torch.Tensor:
+    """Q8_0 blocks of a float (out, in) matrix, in = a multiple of 32, by gguf-py's
+    quantize (llama.cpp's reference rounding): one float16 scale per 32 weights."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import quantize
+
+    values = weight.detach().float().contiguous().numpy()
+    return torch.from_numpy(quantize(values, GGMLQuantizationType.Q8_0))
+
+
+def q8_linears(
+    model: nn.Module, kernels: ModuleType, blocks: dict[str, torch.Tensor] | None = None
+) -> dict[str, torch.Tensor]:
+    """Swap every float nn.Linear in `model` whose inputs are whole blocks for a Q8_0
+    QuantLinear (`dtype q8`). `blocks` holds blocks made earlier, by the linear's name
+    (a cache); returns the blocks used, by name."""
+    used: dict[str, torch.Tensor] = {}
+    for parent_name, parent in list(model.named_modules()):
+        for name, child in list(parent.named_children()):
+            if not isinstance(child, nn.Linear) or child.in_features % BLOCK:
+                continue
+            key = f"{parent_name}.{name}" if parent_name else name
+            made = (blocks or {}).get(key)
+            if made is None or made.shape != (child.out_features, child.in_features // BLOCK * 34):
+                made = quantise_q8_0(child.weight)
+            used[key] = made
+            setattr(parent, name, QuantLinear(made, Q8_0, child.in_features, kernels, child.bias))
+    return used

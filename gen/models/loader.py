@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -100,13 +102,51 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
     return model.eval()
 
 
+def q8_cache(path: Path) -> Path:
+    """Where the Q8_0 blocks made from the weights in `path` are kept: keyed by the
+    directory and each weight file's name, size and modification time."""
+    from gen.home import gen_home
+
+    parts = [str(path.resolve())]
+    for f in sorted(path.glob("*.safetensors")):
+        stat = f.stat()
+        parts.append(f"{f.name}:{stat.st_size}:{stat.st_mtime_ns}")
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    return gen_home() / "q8" / f"{path.name}-{key}.safetensors"
+
+
+def q8_model(model: LlamaModel, path: Path, compiled: ModuleType) -> None:
+    """`dtype q8`: the linear layers on Q8_0 blocks made from the float weights (gguf-py's
+    rounding), cached in $GEN_HOME/q8 after the first load; the embedding lookups stay
+    float32."""
+    from safetensors.torch import load_file, save_file
+
+    from gen.engine.quantised import q8_linears
+
+    cache = q8_cache(path)
+    blocks: dict[str, torch.Tensor] = {}
+    if cache.is_file():
+        try:
+            blocks = load_file(str(cache))
+        except Exception as exc:  # a torn or foreign file: made again below
+            log.warning("gen: %s: unreadable (%s); making the Q8_0 blocks again", cache, exc)
+    used = q8_linears(model, compiled, blocks)
+    if used.keys() != blocks.keys():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        save_file(used, str(tmp))
+        os.replace(tmp, cache)
+    model.use_kernels(compiled)
+
+
 def load_model(
     spec: str | ModelSpec, config: EngineConfig | None = None, packed: bool = True
 ) -> LoadedModel:
     """The model in config's dtype: float32 (the default); gguf (a GGUF file's own
     quantised blocks, read in place by the kernels: the same numbers as float32 on that
-    file, a sixth of the bytes); or int8 (int8 weights and dynamically quantised
-    activations in the linear layers, but the MLP's down projection on prompts; the
+    file, a sixth of the bytes); q8 (Q8_0 blocks made from float weights at load, cached
+    in $GEN_HOME/q8: a Hugging Face directory in about a quarter of the bytes); or int8
+    (int8 weights and dynamically quantised activations in the linear layers, but the MLP's down projection on prompts; the
     embedding, norms, attention and KV cache stay float32).
     packed: run the engine's compiled kernels (gen.engine.kernels, unless config.kernels
     is off; where they cannot be built, oneDNN's packed linear layers). Faster; float32
@@ -136,6 +176,15 @@ def load_model(
         dtype = "float32"
         path = prepare(ms)
     model = load_weights(path, cfg, torch.float32)
+    if dtype == "q8":
+        compiled = kernels.load() if config.kernels else None
+        if compiled is not None:
+            q8_model(model, path, compiled)
+            return LoadedModel(ms.name, path, cfg, model, tokenizer, dtype)
+        log.warning(
+            "gen: dtype q8 needs the CPU kernels (%s); running float32", kernels.error() or "off"
+        )
+        dtype = "float32"
     if dtype == "int8" or packed:
         compiled = kernels.load() if config.kernels else None
         if dtype == "int8" or compiled is not None or packed_linears.available():

@@ -43,7 +43,7 @@ def test_the_config_is_frozen() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"GEN_DTYPE": "bf16"}, "GEN_DTYPE must be one of float32, gguf, int8, got 'bf16'"),
+        ({"GEN_DTYPE": "bf16"}, "GEN_DTYPE must be one of float32, gguf, q8, int8, got 'bf16'"),
         ({"GEN_KV_BUDGET_MB": "lots"}, "GEN_KV_BUDGET_MB must be a number of megabytes"),
         ({"GEN_KV_BUDGET_MB": "0"}, "GEN_KV_BUDGET_MB must be a number of megabytes, more than 0"),
         ({"GEN_KV_BUDGET_MB": "nan"}, "GEN_KV_BUDGET_MB"),
@@ -60,7 +60,7 @@ def test_a_bad_environment_value_names_its_variable(env: dict[str, str], message
 @pytest.mark.parametrize(
     ("given", "message"),
     [
-        ({"dtype": "float16"}, "dtype 'float16' is not one of float32, gguf, int8"),
+        ({"dtype": "float16"}, "dtype 'float16' is not one of float32, gguf, q8, int8"),
         ({"max_slots": 0}, "max_slots must be at least 1, got 0"),
         ({"prefill_chunk": -3}, "prefill_chunk must be at least 1, got -3"),
         ({"max_model_len": 1}, "max_model_len must be at least 2, got 1"),

@@ -70,10 +70,10 @@ def test_int8_engine_decodes_deterministically() -> None:
 
 
 def test_an_unknown_dtype_is_refused_before_anything_loads() -> None:
-    with pytest.raises(ConfigError, match="dtype 'bfloat16' is not one of float32, gguf, int8"):
+    with pytest.raises(ConfigError, match="dtype 'bfloat16' is not one of float32, gguf, q8, int8"):
         EngineConfig(dtype="bfloat16")
     with pytest.raises(
-        ConfigError, match="GEN_DTYPE must be one of float32, gguf, int8, got 'float16'"
+        ConfigError, match="GEN_DTYPE must be one of float32, gguf, q8, int8, got 'float16'"
     ):
         EngineConfig.from_env({"GEN_DTYPE": "float16"})
 

@@ -289,3 +289,43 @@ def test_dtype_gguf_needs_a_gguf_file(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"")  # refused before it is read
     with pytest.raises(ModelError, match=r"not a \.gguf file"):
         load_model(str(tmp_path), EngineConfig(dtype="gguf"))
+
+
+# ------------------------------------------------------------------------------ dtype q8
+
+
+def test_q8_blocks_made_at_load_keep_perplexity_and_are_cached(
+    k: ModuleType, real_model: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dtype q8` on a Hugging Face-format directory (the bundled model's float32
+    conversion): Q8_0 blocks by gguf-py's rounding, perplexity within 1% of float32 on
+    the bench texts, batched = alone, and the blocks cached for the next load."""
+    from gen.bench import PERPLEXITY_TEXTS, perplexity
+    from gen.engine import quantised
+    from gen.models import load_model
+    from gen.models.loader import q8_cache
+
+    reference = real_model
+    directory = str(reference.path)  # type: ignore[attr-defined]
+    monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
+    loaded = load_model(directory, EngineConfig(dtype="q8"))
+    assert loaded.dtype == "q8"
+    assert loaded.model.layers[0].self_attn.qkv_proj.kind == Q8_0
+    assert loaded.model.lm_head.kind == Q8_0
+    for text in PERPLEXITY_TEXTS.values():
+        ours, theirs = perplexity(loaded, text), perplexity(reference, text)  # type: ignore[arg-type]
+        assert abs(ours / theirs - 1) < 0.01, (ours, theirs)
+    ids = [tok.encode(t) for t in ("茶 ", "ทะเล 🌊 ", "bread and ")]
+    engine = Engine(loaded.model, loaded.tokenizer, max_slots=4)
+    params = SamplingParams(max_tokens=12, temperature=0, ignore_eos=True)
+    batched = [c.token_ids for c in engine.generate(ids, params)]
+    assert batched == [engine.generate([i], params)[0].token_ids for i in ids]
+
+    assert q8_cache(reference.path).is_file()  # type: ignore[attr-defined]
+
+    def no_quantising(weight: torch.Tensor) -> torch.Tensor:
+        raise AssertionError("the cached blocks should have been used")
+
+    monkeypatch.setattr(quantised, "quantise_q8_0", no_quantising)
+    again = load_model(directory, EngineConfig(dtype="q8"))
+    assert torch.equal(again.model.lm_head.blocks, loaded.model.lm_head.blocks)

@@ -146,8 +146,9 @@ def load_model(
     quantised blocks, read in place by the kernels: the same numbers as float32 on that
     file, a sixth of the bytes); q8 (Q8_0 blocks made from float weights at load, cached
     in $GEN_HOME/q8: a Hugging Face directory in about a quarter of the bytes); or int8
-    (int8 weights and dynamically quantised activations in the linear layers, but the MLP's down projection on prompts; the
-    embedding, norms, attention and KV cache stay float32).
+    (int8 weights and dynamically quantised activations in the linear layers, but the
+    MLP's down projection on prompts; the embedding, norms, attention and KV cache stay
+    float32).
     packed: run the engine's compiled kernels (gen.engine.kernels, unless config.kernels
     is off; where they cannot be built, oneDNN's packed linear layers). Faster; float32
     results stay within rounding of the plain PyTorch model, and batch-invariant."""

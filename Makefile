@@ -9,7 +9,7 @@ PDF_DEBS := libpango-1.0-0 libpangoft2-1.0-0 poppler-utils fonts-noto-cjk fonts-
 	fonts-noto-color-emoji
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test check lint bench install test-peers soak
+.PHONY: run test check lint bench bench-peers install test-peers soak
 
 install: $(STAMP)
 
@@ -55,6 +55,12 @@ soak: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/gen bench
+
+# gen beside llama.cpp on the same GGUF: builds llama-bench and llama-server once (from
+# llama-cpp-python's vendored source, 10-20 minutes on 2 cores) into $GEN_HOME/peers.
+bench-peers: $(STAMP)
+	$(BIN)/python -m gen.bench_peers build
+	$(BIN)/gen bench --peers --dtype gguf
 
 # Optional: gen's openai: backend against a third-party server (llama-cpp-python's, which
 # builds llama.cpp: about 10 minutes on 2 cores, once) serving the bundled GGUF.

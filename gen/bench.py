@@ -128,6 +128,7 @@ def run_bench(
     served: bool = True,
     constraint_tokens: int = 32,
     constraint_runs: int = 2,
+    peers: bool = False,
 ) -> dict[str, Any]:
     """Our engine (run as `config` says, in its dtype) against Hugging Face in float32, on
     the same weights; with `served`, the mixed batch again through a `gen serve` the bench
@@ -213,6 +214,9 @@ def run_bench(
             "identical": http.identical,
         }
 
+    if peers:
+        results["peers"] = peer_figures(loaded, model, results, lengths, progress)
+
     # batch invariance: the shortest requests of the mixed batch again, each alone
     solo_n = min(8, mixed_requests)
     progress(f"batch invariance: {solo_n} requests of the mixed batch, each alone")
@@ -267,6 +271,35 @@ def run_bench(
         reference = load_model(model, replace(config, dtype="float32"))
         results["quality"] = quality(loaded, reference)
     return results
+
+
+def peer_figures(
+    loaded: LoadedModel,
+    model: str,
+    results: dict[str, Any],
+    lengths: list[int],
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """llama.cpp on the same GGUF (gen.bench_peers), and our ratios against it: single
+    stream against llama-bench's tg<N>, the mixed batch against llama-server's time."""
+    from gen.bench_peers import run_peers
+    from gen.bench_served import mixed_bodies
+    from gen.models.store import resolve
+
+    spec = resolve(model)
+    if spec.kind != "gguf" or spec.path is None:
+        return {"available": False, "why": f"{model} is not a GGUF file"}
+    n = len(lengths)
+    bodies = mixed_bodies(loaded.name, prompt_messages(n), lengths)
+    tokens = results["single_stream"]["new_tokens"]
+    figures = run_peers(spec.path, torch.get_num_threads(), bodies, progress, tokens)
+    if figures["available"]:
+        single = results["single_stream"]
+        tg = figures.get(f"tg{single['new_tokens']}")
+        figures["single_ratio"] = round(single["tokens_per_second"] / tg, 2) if tg else None
+        mixed = results["mixed_batch"]["seconds"]
+        figures["mixed_ratio"] = round(figures["server_mixed_seconds"] / mixed, 2)
+    return figures
 
 
 def quality(

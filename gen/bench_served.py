@@ -30,7 +30,7 @@ class Served:
     identical: int  # streams whose text equals the in-process text for the same request
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -40,7 +40,7 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def serving(model: str, dtype: str | None, slots: int) -> Iterator[str]:
     """A `gen serve` subprocess on a free loopback port; yields its /v1 URL."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "gen.cli", "serve", "--port", str(port), "--model", model]
     command += ["--max-slots", str(slots), *(["--dtype", dtype] if dtype else [])]
     with tempfile.TemporaryFile() as log:
@@ -80,7 +80,7 @@ async def _stream(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str,
                 continue
             chunk = json.loads(line[6:])
             if "error" in chunk:
-                raise RuntimeError(f"gen serve: {chunk['error']}")
+                raise RuntimeError(f"the server: {chunk['error']}")
             for choice in chunk["choices"]:
                 text += choice["delta"].get("content") or ""
             if chunk.get("usage"):
@@ -88,7 +88,9 @@ async def _stream(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str,
     return text, tokens
 
 
-async def _workload(url: str, bodies: list[dict[str, Any]]) -> tuple[list[tuple[str, int]], float]:
+async def send_all(url: str, bodies: list[dict[str, Any]]) -> tuple[list[tuple[str, int]], float]:
+    """Each body as its own streaming client, all at once (after one short warm-up
+    request): each stream's text and completion tokens, and the seconds for all."""
     limits = httpx.Limits(max_connections=len(bodies) + 1)
     async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
         await _stream(client, bodies[0] | {"max_tokens": 4})  # warm the server up
@@ -97,16 +99,11 @@ async def _workload(url: str, bodies: list[dict[str, Any]]) -> tuple[list[tuple[
         return list(results), time.perf_counter() - start
 
 
-def run_served(
-    model: str,
-    dtype: str | None,
-    model_name: str,
-    messages: list[list[Message]],
-    lengths: list[int],
-    expected: list[str],
-) -> Served:
-    """Greedy, EOS ignored, request i asking for lengths[i] tokens, all sent at once."""
-    bodies = [
+def mixed_bodies(
+    model_name: str, messages: list[list[Message]], lengths: list[int]
+) -> list[dict[str, Any]]:
+    """The mixed workload as chat requests: greedy, EOS ignored, streamed with usage."""
+    return [
         {
             "model": model_name,
             "messages": m,
@@ -118,8 +115,20 @@ def run_served(
         }
         for m, n in zip(messages, lengths, strict=True)
     ]
+
+
+def run_served(
+    model: str,
+    dtype: str | None,
+    model_name: str,
+    messages: list[list[Message]],
+    lengths: list[int],
+    expected: list[str],
+) -> Served:
+    """Greedy, EOS ignored, request i asking for lengths[i] tokens, all sent at once."""
+    bodies = mixed_bodies(model_name, messages, lengths)
     with serving(model, dtype, max(16, len(bodies))) as url:
-        results, seconds = asyncio.run(_workload(url, bodies))
+        results, seconds = asyncio.run(send_all(url, bodies))
     return Served(
         seconds=seconds,
         tokens=sum(tokens for _, tokens in results),

@@ -22,6 +22,12 @@ def add_command(sub: Any) -> None:
         help="skip the figure of the mixed batch sent to a gen serve over HTTP",
     )
     b.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run llama.cpp's llama-bench and llama-server on the same GGUF "
+        "(built once by `make bench-peers`) and print our ratios against them",
+    )
+    b.add_argument(
         "--quality",
         action="store_true",
         help="measure long texts instead: words, S_l, distinct-4, repeated sentences",
@@ -167,6 +173,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         note,
         engine_config(args),
         served=not args.no_served,
+        peers=args.peers,
     )
     if args.json:
         print(json.dumps(r))
@@ -246,6 +253,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"alone {k['alone_tokens_per_second']} tok/s, beside the held row "
             f"{k['beside_constrained_tokens_per_second']}"
         )
+    if "peers" in r:
+        p = r["peers"]
+        if not p["available"]:
+            print(f"p) llama.cpp: not measured ({p['why']})")
+        else:
+            tg = f"tg{s['new_tokens']}"
+            print(
+                f"p) llama.cpp on the same GGUF: {tg} {p.get(tg)} tok/s, pp512 "
+                f"{p.get('pp512')} tok/s (llama-bench); the mixed batch on llama-server "
+                f"{p['server_mixed_seconds']} s. Ours against it: single stream "
+                f"{p['single_ratio']}x, mixed batch {p['mixed_ratio']}x"
+            )
     if "quality" in r:
         q = r["quality"]
         print(

@@ -5,6 +5,7 @@ float32 path, and the fallback without kernels."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from types import ModuleType
@@ -329,3 +330,17 @@ def test_q8_blocks_made_at_load_keep_perplexity_and_are_cached(
     monkeypatch.setattr(quantised, "quantise_q8_0", no_quantising)
     again = load_model(directory, EngineConfig(dtype="q8"))
     assert torch.equal(again.model.lm_head.blocks, loaded.model.lm_head.blocks)
+
+
+def test_gen_generate_with_dtype_gguf_prints_the_float32_text(
+    k: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The user's path: `gen generate --dtype gguf` against `--dtype float32`, greedy."""
+    from gen.cli import main
+
+    texts = []
+    for dtype in ("gguf", "float32"):
+        args = ["generate", "用一句话介绍茶 🍵", "--dtype", dtype, "--max-tokens", "24"]
+        assert main([*args, "--temperature", "0", "--json"]) == 0
+        texts.append(json.loads(capsys.readouterr().out)["text"])
+    assert texts[0] == texts[1] and texts[0].strip()

@@ -23,14 +23,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from gen.bench_served import free_port, send_all
+from gen.bench_served import free_port, running, send_all
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the llama-cpp-python release whose vendored llama.cpp we build
 PROGRAMS = ("llama-bench", "llama-server")
@@ -144,28 +141,9 @@ def llama_server(folder: Path, gguf: Path, threads: int, slots: int) -> Iterator
     command = [str(folder / "llama-server"), "-m", str(gguf), "--host", "127.0.0.1",
                "--port", str(port), "-t", str(threads), "-np", str(slots),
                "-c", str(1024 * slots), "--cont-batching"]  # fmt: skip
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command, stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + START_SECONDS
-            while True:
-                if process.poll() is not None:
-                    log.seek(0)
-                    raise RuntimeError(f"llama-server exited: {log.read()[-2000:]!r}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise RuntimeError("llama-server did not come up")
-                time.sleep(0.2)
-            yield f"http://127.0.0.1:{port}/v1"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    url = f"http://127.0.0.1:{port}"
+    with running(command, url, "llama-server", START_SECONDS):
+        yield f"{url}/v1"
 
 
 def run_peers(

@@ -38,17 +38,28 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(model: str, dtype: str | None, slots: int) -> Iterator[str]:
-    """A `gen serve` subprocess on a free loopback port; yields its /v1 URL."""
-    port = free_port()
-    command = [sys.executable, "-m", "gen.cli", "serve", "--port", str(port), "--model", model]
-    command += ["--max-slots", str(slots), *(["--dtype", dtype] if dtype else [])]
+def running(
+    command: list[str], url: str, name: str, start_seconds: float, env: dict[str, str] | None = None
+) -> Iterator[None]:
+    """The server `command` as a subprocess, until `url`/health answers 200; stopped (and
+    killed if it will not stop) when the block ends. Its output goes to a temporary file,
+    shown if it exits before it is up."""
     with tempfile.TemporaryFile() as log:
-        env = {k: v for k, v in os.environ.items() if k != "GEN_API_KEY"}
         process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
         try:
-            _wait(process, f"http://127.0.0.1:{port}", log)
-            yield f"http://127.0.0.1:{port}/v1"
+            deadline = time.monotonic() + start_seconds
+            while time.monotonic() < deadline:
+                if process.poll() is not None:
+                    log.seek(0)
+                    output = log.read().decode("utf-8", "replace")[-4000:]
+                    raise RuntimeError(f"{name} exited: {output}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                        break
+                time.sleep(0.2)
+            else:
+                raise RuntimeError(f"{name} did not come up")
+            yield
         finally:
             process.terminate()
             try:
@@ -58,17 +69,16 @@ def serving(model: str, dtype: str | None, slots: int) -> Iterator[str]:
                 process.wait()
 
 
-def _wait(process: subprocess.Popen[bytes], url: str, log: Any) -> None:
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(f"gen serve exited: {log.read().decode('utf-8', 'replace')}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError("gen serve did not come up")
+@contextlib.contextmanager
+def serving(model: str, dtype: str | None, slots: int) -> Iterator[str]:
+    """A `gen serve` subprocess on a free loopback port; yields its /v1 URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "gen.cli", "serve", "--port", str(port), "--model", model]
+    command += ["--max-slots", str(slots), *(["--dtype", dtype] if dtype else [])]
+    env = {k: v for k, v in os.environ.items() if k != "GEN_API_KEY"}
+    url = f"http://127.0.0.1:{port}"
+    with running(command, url, "gen serve", START_SECONDS, env):
+        yield f"{url}/v1"
 
 
 async def _stream(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str, int]:

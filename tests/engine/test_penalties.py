@@ -451,13 +451,14 @@ def distinct_4grams(ids: list[int]) -> float:
 
 
 @pytest.mark.real_model
-def test_dry_breaks_a_real_models_loop(real_model: Any) -> None:
+def test_dry_breaks_a_real_model_blockss_loop(real_model_blocks: Any) -> None:
     from gen.engine.chat import encode_chat
 
     ids = encode_chat(
-        real_model.tokenizer, [{"role": "user", "content": "Write '你好 🎉' one hundred times."}]
+        real_model_blocks.tokenizer,
+        [{"role": "user", "content": "Write '你好 🎉' one hundred times."}],
     )
-    engine = Engine(real_model.model, real_model.tokenizer, max_slots=2)
+    engine = Engine(real_model_blocks.model, real_model_blocks.tokenizer, max_slots=2)
     plain = SamplingParams(temperature=0, max_tokens=120)
     dry = SamplingParams(temperature=0, max_tokens=120, dry_multiplier=0.8)
     looped, varied = engine.generate([ids, ids], [plain, dry])
@@ -467,4 +468,4 @@ def test_dry_breaks_a_real_models_loop(real_model: Any) -> None:
     assert engine.generate([ids], dry)[0].token_ids == varied.token_ids  # alone = batched
     for c in (looped, varied):
         assert "🎉" in c.text
-        assert c.text == real_model.tokenizer.decode(c.token_ids, skip_special_tokens=True)
+        assert c.text == real_model_blocks.tokenizer.decode(c.token_ids, skip_special_tokens=True)

@@ -319,6 +319,14 @@ inline void weighted_sum_any(const float* p, const float* V, int64_t L, int64_t 
   }
 }
 
+// the bias's numbers, or nullptr where there is none
+const float* bias_data(const c10::optional<at::Tensor>& bias, int64_t N) {
+  if (!bias.has_value() || !bias->defined()) return nullptr;
+  check(*bias, "bias");
+  TORCH_CHECK(bias->is_contiguous() && bias->numel() == N, "bias shape mismatch");
+  return bias->data_ptr<float>();
+}
+
 }  // namespace
 
 // x (M, K) @ w (N, K)^T + bias (N)
@@ -333,12 +341,7 @@ at::Tensor linear(const at::Tensor& x_in, const at::Tensor& w, const c10::option
   at::Tensor y = at::empty({M, N}, x.options());
   const float* xp = x.data_ptr<float>();
   const float* wp = w.data_ptr<float>();
-  const float* bp = nullptr;
-  if (bias.has_value() && bias->defined()) {
-    check(*bias, "bias");
-    TORCH_CHECK(bias->is_contiguous() && bias->numel() == N, "bias shape mismatch");
-    bp = bias->data_ptr<float>();
-  }
+  const float* bp = bias_data(bias, N);
   float* yp = y.data_ptr<float>();
   // threads split the weight rows: each reads its own part of W once per call
   at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
@@ -572,12 +575,7 @@ at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
   const float* xp = x.data_ptr<float>();
   const uint8_t* wp = w.data_ptr<uint8_t>();
   const int64_t row_bytes = w.size(1);
-  const float* bp = nullptr;
-  if (bias.has_value() && bias->defined()) {
-    check(*bias, "bias");
-    TORCH_CHECK(bias->is_contiguous() && bias->numel() == N, "bias shape mismatch");
-    bp = bias->data_ptr<float>();
-  }
+  const float* bp = bias_data(bias, N);
   float* yp = y.data_ptr<float>();
   at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
     switch (type) {

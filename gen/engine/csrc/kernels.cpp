@@ -40,6 +40,14 @@ inline __m128 fold4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm_add_ps(ta, tc), _mm_add_ps(tb, td));
 }
 
+// fold() of each of n accumulators into sums, four at a time (fold4: the same additions
+// as fold(), fewer instructions)
+inline void fold_all(const __m256* acc, int n, float* sums) {
+  int c = 0;
+  for (; c + 4 <= n; c += 4) _mm_storeu_ps(sums + c, fold4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
+  for (; c < n; ++c) sums[c] = fold(acc[c]);
+}
+
 // MB rows of x against NB rows of W. Each output is one accumulator: x[m, k:k+8] *
 // W[n, k:k+8] summed lane-wise over k in steps of 8, then folded, then the tail
 // k % 8 added one by one, then the bias. The blocking only decides which outputs are
@@ -61,13 +69,8 @@ inline void dot_block(const float* x, int64_t ldx, const float* w, int64_t K, fl
       for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
-  // fold four accumulators at a time (the same additions as fold(), fewer instructions)
   float sums[MB * NB];
-  const __m256* flat = &acc[0][0];
-  int c = 0;
-  for (; c + 4 <= MB * NB; c += 4)
-    _mm_storeu_ps(sums + c, fold4(flat[c], flat[c + 1], flat[c + 2], flat[c + 3]));
-  for (; c < MB * NB; ++c) sums[c] = fold(flat[c]);
+  fold_all(&acc[0][0], MB * NB, sums);
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) {
       float s = sums[i * NB + j];
@@ -178,13 +181,7 @@ inline void qdot_block(const float* x, int64_t ldx, const uint8_t* w, int64_t ro
       }
   }
   float sums[MB * NB];
-  __m256 flat[MB * NB];
-  for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < NB; ++j) flat[i * NB + j] = acc[i][j];
-  int c = 0;
-  for (; c + 4 <= MB * NB; c += 4)
-    _mm_storeu_ps(sums + c, fold4(flat[c], flat[c + 1], flat[c + 2], flat[c + 3]));
-  for (; c < MB * NB; ++c) sums[c] = fold(flat[c]);
+  fold_all(&acc[0][0], MB * NB, sums);
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) {
       float s = sums[i * NB + j];

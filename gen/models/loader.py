@@ -131,7 +131,7 @@ def q8_model(model: LlamaModel, path: Path, compiled: ModuleType) -> None:
         except Exception as exc:  # a torn or foreign file: made again below
             log.warning("gen: %s: unreadable (%s); making the Q8_0 blocks again", cache, exc)
     used = q8_linears(model, compiled, blocks)
-    if used.keys() != blocks.keys():
+    if any(blocks.get(name) is not made for name, made in used.items()):  # some made now
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
         save_file(used, str(tmp))

@@ -93,9 +93,11 @@ class GGUFWeights:
         return torch.from_numpy(np.ascontiguousarray(values))
 
     @staticmethod
-    def blocks(tensor: Tensor, rows: np.ndarray | None = None) -> torch.Tensor:
-        data = np.asarray(tensor.data)  # a read-only view of the map: copied out once
-        return torch.from_numpy(data.copy() if rows is None else data[rows])
+    def blocks(parts: list[tuple[Tensor, np.ndarray | None]]) -> torch.Tensor:
+        """The tensors' blocks stacked by rows, each in its row order (None: as stored):
+        copied out of the read-only map once."""
+        views = [t.data if rows is None else t.data[rows] for t, rows in parts]
+        return torch.from_numpy(np.concatenate(views))
 
 
 def unpermute(rows: int, heads: int) -> np.ndarray:
@@ -132,7 +134,7 @@ def load_gguf_model(
         kinds = {weights.kind(t) for t in tensors}
         in_features = int(tensors[0].shape[0])  # GGUF shapes are (in, out)
         if len(kinds) == 1 and runs(kind := kinds.pop()) and in_features % 32 == 0:
-            blocks = torch.cat([weights.blocks(t, o) for t, o in zip(tensors, orders, strict=True)])
+            blocks = weights.blocks(list(zip(tensors, orders, strict=True)))
             counts[NAMES[kind]] += blocks.shape[0] * in_features
             return QuantLinear(blocks, kind, in_features, kernels, biases)
         dense = torch.cat([weights.dense(t, o) for t, o in zip(tensors, orders, strict=True)])
@@ -170,7 +172,7 @@ def load_gguf_model(
     embed = weights.get("token_embd.weight")
     dim = cfg.hidden_size
     if runs(weights.kind(embed)) and dim % 32 == 0:
-        quant = QuantEmbedding(weights.blocks(embed), weights.kind(embed), dim, kernels)
+        quant = QuantEmbedding(weights.blocks([(embed, None)]), weights.kind(embed), dim, kernels)
         model.embed_tokens = quant  # type: ignore[assignment]
         tied: nn.Module = quant.linear
         counts[NAMES[weights.kind(embed)]] += embed.n_elements

@@ -11,6 +11,7 @@ depend on what it is batched with.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -97,19 +98,6 @@ class Attention(nn.Module):
         out = out.reshape(b, cfg.num_heads, t, hd).transpose(1, 2).reshape(b, t, -1)
         return self.o_proj(out)  # (B, T, C)
 
-    def forward_tokens(self, kernels: ModuleType, x: torch.Tensor, tokens: Tokens) -> torch.Tensor:
-        """x (N, C) for a ragged batch of tokens (see LlamaModel.forward_tokens)."""
-        cfg = self.cfg
-        h, kvh = cfg.num_heads, cfg.num_kv_heads
-        qkv = self.qkv_proj(x).view(x.shape[0], h + 2 * kvh, cfg.head_dim)
-        cos, sin = tokens.tables
-        kernels.rotary_(qkv, tokens.positions, cos, sin, h + kvh)
-        cache = tokens.cache
-        out = kernels.attention(
-            qkv, cache.k[self.layer], cache.v[self.layer], tokens.slots, tokens.positions, h, kvh
-        )  # (N, H * D)
-        return self.o_proj(out)
-
 
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
@@ -117,11 +105,6 @@ class MLP(nn.Module):
         # gate and up in one product: the checkpoint's gate_proj and up_proj stacked
         self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
-
-    def forward_tokens(self, kernels: ModuleType, x: torch.Tensor, prompt: bool) -> torch.Tensor:
-        """x (N, C), a ragged batch; prompt: it holds a prompt piece of several tokens
-        (int8's down projection runs those in float32)."""
-        return self.down_proj(kernels.silu_mul(self.gate_up_proj(x)), prompt=prompt)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
@@ -184,13 +167,19 @@ class Batch:
 
 
 @dataclass(slots=True)
-class Tokens:
-    """A ragged batch: N tokens, each at its own position of its own cache row."""
+class LayerPlan:
+    """One decoder layer as forward_tokens runs it: its products as bound methods (no
+    nn.Module call machinery per product) and the norms that follow its two halves. The
+    forward of each product is its module's own, so a swapped module means a new plan
+    (use_kernels makes one)."""
 
-    cache: KVCache
-    slots: torch.Tensor  # (N,)
-    positions: torch.Tensor  # (N,)
-    tables: tuple[torch.Tensor, torch.Tensor]  # cos, sin (max positions, D)
+    layer: int
+    qkv: Callable[..., torch.Tensor]
+    o: Callable[..., torch.Tensor]
+    gate_up: Callable[..., torch.Tensor]
+    down: Callable[..., torch.Tensor]
+    post: tuple[torch.Tensor, float]  # the norm after attention: weight, eps
+    after: tuple[torch.Tensor, float]  # after the MLP: the next layer's input norm, or the last
 
 
 class LlamaModel(nn.Module):
@@ -205,14 +194,35 @@ class LlamaModel(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self._tables: tuple[torch.Tensor, torch.Tensor] | None = None
         self.kernels: ModuleType | None = None
+        self._plans: list[LayerPlan] | None = None
         # prompt pieces and decoding rows in separate forwards (int8: its activation scale
         # is taken per call, and a prompt's outliers would coarsen the decoding rows')
         self.split_prompts = False
 
     def use_kernels(self, kernels: ModuleType | None) -> None:
         """Run the model through the float32 kernels of gen.engine.kernels (forward_tokens);
-        None goes back to the PyTorch forms."""
+        None goes back to the PyTorch forms. Swap modules (pack_linears, q8) before, not
+        after: forward_tokens keeps their forward methods."""
         self.kernels = kernels
+        self._plans = None
+
+    def plans(self) -> list[LayerPlan]:
+        if self._plans is None:
+            layers: list[DecoderLayer] = list(self.layers)  # type: ignore[arg-type]
+            norms = [layer.input_layernorm for layer in layers[1:]] + [self.norm]
+            self._plans = [
+                LayerPlan(
+                    i,
+                    layer.self_attn.qkv_proj.forward,
+                    layer.self_attn.o_proj.forward,
+                    layer.mlp.gate_up_proj.forward,
+                    layer.mlp.down_proj.forward,
+                    (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.eps),
+                    (after.weight, after.eps),
+                )
+                for i, (layer, after) in enumerate(zip(layers, norms, strict=True))
+            ]
+        return self._plans
 
     def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._tables is None:
@@ -279,19 +289,22 @@ class LlamaModel(nn.Module):
         DecoderLayer, in fewer calls."""
         kernels = self.kernels
         assert kernels is not None
-        tokens = Tokens(cache, slots, positions, self.tables())
-        x = self.embed_tokens(input_ids)  # (N, C)
+        cfg = self.cfg
+        heads, kv_heads = cfg.num_heads, cfg.num_kv_heads
+        shape = (input_ids.shape[0], heads + 2 * kv_heads, cfg.head_dim)
+        cos, sin = self.tables()
         add_norm = kernels.add_rms_norm_  # x += r in place, then RMSNorm(x)
-        layers: list[DecoderLayer] = list(self.layers)  # type: ignore[arg-type]
-        first = layers[0].input_layernorm
+        x = self.embed_tokens(input_ids)  # (N, C)
+        first: RMSNorm = self.layers[0].input_layernorm  # type: ignore[assignment]
         h = kernels.rms_norm(x, first.weight, first.eps)
-        for i, layer in enumerate(layers):
-            post = layer.post_attention_layernorm
-            h = add_norm(
-                x, layer.self_attn.forward_tokens(kernels, h, tokens), post.weight, post.eps
-            )
-            after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
-            h = add_norm(x, layer.mlp.forward_tokens(kernels, h, prompt), after.weight, after.eps)
+        for p in self.plans():
+            qkv = p.qkv(h).view(shape)  # (N, H + 2 KVH, D)
+            kernels.rotary_(qkv, positions, cos, sin, heads + kv_heads)
+            out = kernels.attention(
+                qkv, cache.k[p.layer], cache.v[p.layer], slots, positions, heads, kv_heads
+            )  # (N, H * D)
+            h = add_norm(x, p.o(out), *p.post)
+            h = add_norm(x, p.down(kernels.silu_mul(p.gate_up(h)), prompt), *p.after)
         return self.lm_head(h[last])  # (R, vocab)
 
 

@@ -506,42 +506,48 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
       }
     }
   });
-  // tasks (token, kv head), dealt out in turn: a long prompt's late tokens cost more
-  const int64_t tasks = N * kv_heads;
+  // tasks (token, query head), dealt out in turn: a long prompt's late tokens cost more,
+  // and one decoding token's few heads still keep every thread busy
+  const int64_t tasks = N * heads;
   const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), tasks));
   at::parallel_for(0, workers, 1, [&](int64_t w0, int64_t w1) {
     std::vector<float> p;
     for (int64_t w = w0; w < w1; ++w)
       for (int64_t t = w; t < tasks; t += workers) {
-        const int64_t i = t / kv_heads, j = t % kv_heads, L = pp[i] + 1;
-        const float* x = qp + i * row;
+        const int64_t i = t / heads, hq = t % heads, j = hq / G, L = pp[i] + 1;
+        const float* q = qp + i * row + hq * D;
         const float* K = kp + (sp[i] * kv_heads + j) * C * D;
         const float* V = vp + (sp[i] * kv_heads + j) * C * D;
-        p.resize(static_cast<size_t>(G * L));
-        // scores, one key at a time for all G query heads of the group
-        for (int64_t l = 0; l < L; ++l)
-          for (int64_t g = 0; g < G; ++g) {
-            const float* q = x + (j * G + g) * D;
-            __m256 acc = _mm256_setzero_ps();
-            for (int64_t d = 0; d < D; d += 8)
-              acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(K + l * D + d), acc);
-            p[g * L + l] = fold(acc) * scale;
+        p.resize(static_cast<size_t>(L));
+        float* s = p.data();
+        // scores, four keys side by side (independent chains; fold4 adds as fold does)
+        int64_t l = 0;
+        for (; l + 4 <= L; l += 4) {
+          __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+          for (int64_t d = 0; d < D; d += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + d);
+            for (int r = 0; r < 4; ++r)
+              acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(K + (l + r) * D + d), acc[r]);
           }
-        for (int64_t g = 0; g < G; ++g) {
-          float* s = p.data() + g * L;
-          const float top = *std::max_element(s, s + L);
-          int64_t l = 0;
-          for (; l + 8 <= L; l += 8)
-            _mm256_storeu_ps(s + l, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + l), _mm256_set1_ps(top))));
-          for (; l < L; ++l) s[l] = std::exp(s[l] - top);
-          float total = 0.0f;
-          for (l = 0; l < L; ++l) total += s[l];
-          float* o = op + i * heads * D + (j * G + g) * D;
-          switch (D) {
-            case 64: weighted_sum<8>(s, V, L, 1.0f / total, o); break;
-            case 128: weighted_sum<16>(s, V, L, 1.0f / total, o); break;
-            default: weighted_sum_any(s, V, L, D, 1.0f / total, o); break;
-          }
+          _mm_storeu_ps(s + l, _mm_mul_ps(fold4(acc[0], acc[1], acc[2], acc[3]), _mm_set1_ps(scale)));
+        }
+        for (; l < L; ++l) {
+          __m256 acc = _mm256_setzero_ps();
+          for (int64_t d = 0; d < D; d += 8)
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(K + l * D + d), acc);
+          s[l] = fold(acc) * scale;
+        }
+        const float top = *std::max_element(s, s + L);
+        for (l = 0; l + 8 <= L; l += 8)
+          _mm256_storeu_ps(s + l, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + l), _mm256_set1_ps(top))));
+        for (; l < L; ++l) s[l] = std::exp(s[l] - top);
+        float total = 0.0f;
+        for (l = 0; l < L; ++l) total += s[l];
+        float* o = op + i * heads * D + hq * D;
+        switch (D) {
+          case 64: weighted_sum<8>(s, V, L, 1.0f / total, o); break;
+          case 128: weighted_sum<16>(s, V, L, 1.0f / total, o); break;
+          default: weighted_sum_any(s, V, L, D, 1.0f / total, o); break;
         }
       }
   });

@@ -129,6 +129,7 @@ def run_bench(
     constraint_tokens: int = 32,
     constraint_runs: int = 2,
     peers: bool = False,
+    prefill_tokens: int = 512,
 ) -> dict[str, Any]:
     """Our engine (run as `config` says, in its dtype) against Hugging Face in float32, on
     the same weights; with `served`, the mixed batch again through a `gen serve` the bench
@@ -260,7 +261,21 @@ def run_bench(
         "same_tokens": kv_text == re_text,
     }
 
-    # d) time to first token (prefill of the single-stream prompt) and peak memory
+    # d) prompt speed: a prompt of prefill_tokens run whole (llama-bench's pp512), the
+    # faster of two runs on a fresh row; then time to first token and peak memory
+    pp = long_prompt(loaded, prefill_tokens)[:prefill_tokens]
+    runs = []
+    for _ in range(2):
+        fresh = Engine(loaded.model, loaded.tokenizer, config, max_slots=1, prefix_cache_bytes=0)
+        runs.append(timed(partial(fresh.generate, [pp], SamplingParams(max_tokens=1)))[1])
+    results["prefill"] = {
+        "prompt_tokens": len(pp),
+        "tokens_per_second": round(len(pp) / min(runs), 1),
+    }
+    if "peers" in results and results["peers"].get("pp512") and len(pp) == 512:
+        results["peers"]["prefill_ratio"] = round(
+            results["prefill"]["tokens_per_second"] / results["peers"]["pp512"], 2
+        )
     results["ttft_seconds"] = round(first_token[0], 4) if first_token else None
     results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 

@@ -243,7 +243,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"b') over HTTP: {h['tokens']} tokens streamed; text equal to in-process for "
             f"{h['identical']} of {h['requests']} requests"
         )
-    print(f"d) time to first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB")
+    f = r["prefill"]
+    print(
+        f"d) a {f['prompt_tokens']}-token prompt: {f['tokens_per_second']} tok/s; time to "
+        f"first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB"
+    )
     if "constraint" in r:
         k = r["constraint"]
         print(
@@ -263,7 +267,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"p) llama.cpp on the same GGUF: {tg} {p.get(tg)} tok/s, pp512 "
                 f"{p.get('pp512')} tok/s (llama-bench); the mixed batch on llama-server "
                 f"{p['server_mixed_seconds']} s. Ours against it: single stream "
-                f"{p['single_ratio']}x, mixed batch {p['mixed_ratio']}x"
+                f"{p['single_ratio']}x, mixed batch {p['mixed_ratio']}x, prompt "
+                f"{p.get('prefill_ratio')}x"
             )
     if "quality" in r:
         q = r["quality"]

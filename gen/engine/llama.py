@@ -166,11 +166,18 @@ class Batch:
         self.mask = torch.zeros(visible.shape).masked_fill(~visible, float("-inf")).unsqueeze(1)
 
 
+def rows(module: nn.Module) -> Callable[..., torch.Tensor]:
+    """A product module as forward_tokens calls it, on (N, in) rows: its kernel in one call
+    where it offers one (`rows()`), else its forward."""
+    direct = getattr(module, "rows", None)
+    return direct() if callable(direct) else module.forward
+
+
 @dataclass(slots=True)
 class LayerPlan:
-    """One decoder layer as forward_tokens runs it: its products as bound methods (no
-    nn.Module call machinery per product) and the norms that follow its two halves. The
-    forward of each product is its module's own, so a swapped module means a new plan
+    """One decoder layer as forward_tokens runs it: its products as plain calls (no
+    nn.Module call machinery per product, see `rows`) and the norms that follow its two
+    halves. They hold the modules' weights, so a swapped module means a new plan
     (use_kernels makes one)."""
 
     layer: int
@@ -213,10 +220,10 @@ class LlamaModel(nn.Module):
             self._plans = [
                 LayerPlan(
                     i,
-                    layer.self_attn.qkv_proj.forward,
-                    layer.self_attn.o_proj.forward,
-                    layer.mlp.gate_up_proj.forward,
-                    layer.mlp.down_proj.forward,
+                    rows(layer.self_attn.qkv_proj),
+                    rows(layer.self_attn.o_proj),
+                    rows(layer.mlp.gate_up_proj),
+                    rows(layer.mlp.down_proj),
                     (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.eps),
                     (after.weight, after.eps),
                 )

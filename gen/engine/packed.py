@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from types import ModuleType
 
 import torch
@@ -67,6 +68,11 @@ class KernelLinear(nn.Module):
         shape = x.shape
         y = self.kernels.linear(x.reshape(-1, self.in_features), self.weight, self.bias)
         return y.view(*shape[:-1], self.out_features)
+
+    def rows(self) -> Callable[..., torch.Tensor]:
+        """The product on (N, in) rows as one call: the kernel, no reshaping."""
+        linear, weight, bias = self.kernels.linear, self.weight, self.bias
+        return lambda x, prompt=None: linear(x, weight, bias)
 
 
 def float32_linear(linear: nn.Linear, kernels: ModuleType | None) -> nn.Module:

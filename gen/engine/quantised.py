@@ -11,6 +11,7 @@ bytes read per token.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 
 import torch
@@ -55,6 +56,11 @@ class QuantLinear(nn.Module):
         shape = x.shape
         y = self.kernels.qlinear(x.reshape(-1, self.in_features), self.blocks, self.kind, self.bias)
         return y.view(*shape[:-1], self.out_features)
+
+    def rows(self) -> Callable[..., torch.Tensor]:
+        """The product on (N, in) rows as one call: the kernel, no reshaping."""
+        qlinear, blocks, kind, bias = self.kernels.qlinear, self.blocks, self.kind, self.bias
+        return lambda x, prompt=None: qlinear(x, blocks, kind, bias)
 
     def extra_repr(self) -> str:
         return f"in={self.in_features}, out={self.out_features}, {NAMES[self.kind]}"

@@ -8,6 +8,7 @@ temperature and the filters.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence as Seq
 
 import torch
@@ -101,13 +102,17 @@ def sample(
         if state is not None:
             row = state.apply(row)
         only = masks[i]
+        fallback = logits[i]
         if only is not None:  # the constraint: nothing else may come next
-            row = finite(row.masked_fill(~only, -inf), logits[i].masked_fill(~only, -inf))
-        else:
-            row = finite(row, logits[i])
+            row, fallback = row.masked_fill(~only, -inf), fallback.masked_fill(~only, -inf)
         if p.greedy:
-            out.append(int(torch.argmax(row)))
+            best = int(torch.argmax(row))
+            # argmax takes NaN and +inf first: a finite winner means `finite` changes nothing
+            if not math.isfinite(float(row[best])):
+                best = int(torch.argmax(finite(row, fallback)))
+            out.append(best)
             continue
+        row = finite(row, fallback)
         probs = filter_logits(row, p).softmax(-1)
         out.append(int(torch.multinomial(probs, 1, generator=generators[i])))
     return out

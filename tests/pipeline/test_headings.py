@@ -58,6 +58,15 @@ def test_bold_title_line_is_dropped_and_prose_passes_at_once() -> None:
     assert f.flush() == ""
 
 
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_blank_lines_after_a_dropped_title_are_dropped_too(size: int) -> None:
+    # seen in the long-article recipe: "Title\n\nText" left the part starting with "\n",
+    # which its prose grammar then refused as the text already written
+    f = HeadingFilter("demote", "ประวัติประภาคาร 灯塔")
+    text = "ประวัติประภาคาร 灯塔\n\n\nแสงไฟ 🗼 guides ships.\n\nA second paragraph.\n"
+    assert stream(f, text, size) == "แสงไฟ 🗼 guides ships.\n\nA second paragraph.\n"
+
+
 def test_keep_without_title_passes_everything_through() -> None:
     f = HeadingFilter("keep")
     assert f.feed("# A\n") == "# A\n"

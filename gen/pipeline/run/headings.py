@@ -30,6 +30,7 @@ class HeadingFilter:
         self._line = ""  # the start of the current line, while it may still be a heading
         self._at_line_start = True
         self._first_line = True
+        self._written = False  # has any text gone out: blank lines before it are dropped
 
     def feed(self, piece: str) -> str:
         if self.mode == "keep" and not self.title:
@@ -44,8 +45,9 @@ class HeadingFilter:
                     rewritten = self._rewrite(line)
                     if rewritten is not None:
                         out.append(rewritten + "\n")
-                else:
-                    out.append("\n")
+                        self._written = True
+                elif self._written:  # (a section never starts with a blank line, as after
+                    out.append("\n")  # a dropped title: a held prose grammar refuses one)
                 self._at_line_start = True
                 continue
             if self._at_line_start or self._line:
@@ -62,6 +64,7 @@ class HeadingFilter:
                 self._line = ""
                 self._at_line_start = False
                 self._first_line = False
+                self._written = True
                 continue
             out.append(chunk)
         return "".join(out)
@@ -77,6 +80,8 @@ class HeadingFilter:
         if not line:
             return ""
         rewritten = self._rewrite(line)
+        if rewritten:
+            self._written = True
         return rewritten or ""
 
     def _rewrite(self, line: str) -> str | None:

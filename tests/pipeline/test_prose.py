@@ -19,11 +19,15 @@ GOOD = [
     "The light shone in the 1990s.\n\nIt still does.",
     "1990 was a year of storms.\nThe keepers stayed.",
     "1.5 million ships passed. 3) is not at a line's start.",
+    "2021, the year the lamp 💡 went out.\n3.14 metres of glass.",
     "“Quoted” words.\n\n",
     "灯塔的历史很长。\n\nประภาคาร 🗼 stands.",
 ]
 BAD = [
     "1. The first part",
+    "1.The history of lighthouses",  # seen in the long-article recipe's prose parts
+    "Text.\n\n1.2.1 History of the First Lighthouses",
+    "Text.\n\n3.Item",
     "Text.\n\n2) Two",
     "## PREFACE",
     "Text.\n# This is a complete document",

@@ -26,6 +26,7 @@ def figures() -> dict[str, Any]:
         mixed_max=24,
         constraint_tokens=6,
         constraint_runs=1,
+        prefill_tokens=48,
     )
 
 
@@ -43,6 +44,7 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert (c["rounds"], c["continuation_rounds"], c["round_tokens"]) == (5, 4, 6)
     assert c["same_tokens"] is True and c["ratio_vs_reprefill"] > 0
     assert 70 <= c["prompt_tokens"] <= 120
+    assert figures["prefill"]["prompt_tokens"] == 48 and figures["prefill"]["tokens_per_second"] > 0
     assert figures["ttft_seconds"] > 0 and figures["peak_rss_mb"] > 0
     assert "quality" not in figures  # only for a dtype other than float32
     # the mixed batch again as concurrent streaming clients of a gen serve the bench started
@@ -88,6 +90,7 @@ def test_the_cli_prints_json_and_a_table(
     for key in ("constrained_tokens_per_second", "overhead_ms_per_token", "time_ratio_vs_free"):
         assert key in printed["constraint"]
     assert "ttft_seconds" in printed and "peak_rss_mb" in printed
+    assert printed["prefill"]["prompt_tokens"] == 48
 
     assert main(["bench"]) == 0
     table = capsys.readouterr().out
@@ -99,3 +102,5 @@ def test_the_cli_prints_json_and_a_table(
     assert f"{figures['served']['overhead_ratio']}x" in table
     assert "f) a JSON-schema row beside a free row, 6 tokens (tok/s)" in table
     assert f"f) the schema costs {figures['constraint']['overhead_ms_per_token']} ms" in table
+    prefill = figures["prefill"]["tokens_per_second"]
+    assert f"d) a 48-token prompt: {prefill} tok/s" in table

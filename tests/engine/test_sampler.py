@@ -118,3 +118,21 @@ def test_extreme_settings_still_sample_a_token() -> None:
     everything = SamplingParams(temperature=1.0)
     banned = sample(LOGITS[None].clone(), [everything], [gens[0]], [None], [(0, 1, 2, 3, 4)])
     assert 0 <= banned[0] < 5
+
+
+def test_greedy_rows_with_nan_inf_or_nothing_left_pick_as_the_finite_row_does() -> None:
+    """Greedy takes argmax first and cleans the row only when the winner is not finite:
+    NaN counts as -inf, +inf as the largest float (the first one wins), and a row with
+    everything banned falls back to the model's logits."""
+    nan, inf = float("nan"), float("inf")
+    rows = torch.tensor(
+        [
+            [0.1, nan, 0.3, 0.2, 0.0],  # NaN would win a plain argmax
+            [0.1, inf, 0.3, inf, 0.0],  # two +inf: the first
+            [0.1, 0.2, 0.9, 0.3, 0.0],  # ordinary
+        ]
+    )
+    params = [SamplingParams(temperature=0)] * 3  # (a banned id: not the plain argmax path)
+    assert sample(rows, params, [None] * 3, [None] * 3, [(4,)] * 3) == [2, 1, 2]
+    everything = sample(rows[2:].clone(), params[:1], [None], [None], [(0, 1, 2, 3, 4)])
+    assert everything == [2]  # nothing allowed left: the model's own best

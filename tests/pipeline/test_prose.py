@@ -18,8 +18,8 @@ PROSE = re.compile(PROSE_REGEX)
 GOOD = [
     "The light shone in the 1990s.\n\nIt still does.",
     "1990 was a year of storms.\nThe keepers stayed.",
-    "1.5 million ships passed. 3) is not at a line's start.",
-    "2021, the year the lamp 💡 went out.\n3.14 metres of glass.",
+    "Ships: 1.5 million passed. 3) is not at a line's start.",
+    "2021, the year the lamp 💡 went out.\nOf glass, 3.14 metres.",
     "“Quoted” words.\n\n",
     "灯塔的历史很长。\n\nประภาคาร 🗼 stands.",
 ]
@@ -28,6 +28,8 @@ BAD = [
     "1.The history of lighthouses",  # seen in the long-article recipe's prose parts
     "Text.\n\n1.2.1 History of the First Lighthouses",
     "Text.\n\n3.Item",
+    "1.115035909211151700780571863227",  # a model held to "1.<digit>" wrote digits for ever
+    "123456 is too long a number to start a line",
     "Text.\n\n2) Two",
     "## PREFACE",
     "Text.\n# This is a complete document",

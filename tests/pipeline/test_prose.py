@@ -18,6 +18,7 @@ PROSE = re.compile(PROSE_REGEX)
 GOOD = [
     "The light shone in the 1990s.\n\nIt still does.",
     "1990 was a year of storms.\nThe keepers stayed.",
+    "2021年，灯塔熄灭了。\n\n12 ships passed.",
     "Ships: 1.5 million passed. 3) is not at a line's start.",
     "2021, the year the lamp 💡 went out.\nOf glass, 3.14 metres.",
     "“Quoted” words.\n\n",
@@ -30,6 +31,9 @@ BAD = [
     "Text.\n\n3.Item",
     "1.115035909211151700780571863227",  # a model held to "1.<digit>" wrote digits for ever
     "123456 is too long a number to start a line",
+    "1-1. The history of lighthouses:",  # and the way round "1." it found next
+    "1 The history of lighthouses",
+    "1、灯塔的历史",
     "Text.\n\n2) Two",
     "## PREFACE",
     "Text.\n# This is a complete document",

@@ -209,7 +209,7 @@ class LlamaModel(nn.Module):
     def use_kernels(self, kernels: ModuleType | None) -> None:
         """Run the model through the float32 kernels of gen.engine.kernels (forward_tokens);
         None goes back to the PyTorch forms. Swap modules (pack_linears, q8) before, not
-        after: forward_tokens keeps their forward methods."""
+        after: forward_tokens keeps their kernels and weights in its plans."""
         self.kernels = kernels
         self._plans = None
 

@@ -93,10 +93,15 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 
 class HFBaseline:
-    def __init__(self, loaded: LoadedModel) -> None:
+    def __init__(self, loaded: LoadedModel, model: str) -> None:
         from transformers import AutoModelForCausalLM
 
-        self.model = AutoModelForCausalLM.from_pretrained(loaded.path, dtype=torch.float32).eval()
+        from gen.models.store import prepare, resolve
+
+        # the float32 weights: in dtype gguf `loaded.path` holds the tokenizer only (the
+        # first bench on a new machine converts the GGUF once, as a float32 load does)
+        path = prepare(resolve(model))
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
         self.pad = loaded.config.eos_token_ids[0] if loaded.config.eos_token_ids else 0
 
     @torch.inference_mode()
@@ -137,7 +142,7 @@ def run_bench(
     config = config or EngineConfig()
     loaded = load_model(model, config)
     engine = Engine(loaded.model, loaded.tokenizer, config, max_slots=max(16, mixed_requests))
-    hf = HFBaseline(loaded)
+    hf = HFBaseline(loaded, model)
     results: dict[str, Any] = {
         "model": loaded.name,
         "dtype": loaded.dtype,

@@ -5,6 +5,8 @@ the table and the JSON object the issue asks for. No timing is asserted."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -104,3 +106,39 @@ def test_the_cli_prints_json_and_a_table(
     assert f"f) the schema costs {figures['constraint']['overhead_ms_per_token']} ms" in table
     prefill = figures["prefill"]["tokens_per_second"]
     assert f"d) a 48-token prompt: {prefill} tok/s" in table
+
+
+def test_the_hf_baseline_loads_float32_weights_even_when_ours_run_the_gguf_blocks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """In dtype gguf the loaded model's folder may hold only the tokenizer (a new
+    machine's first run converts nothing); the baseline asks for the float32 conversion
+    itself. (`make bench-peers` on a fresh home failed on this.)"""
+    import transformers
+
+    from gen.models import store
+
+    asked: list[tuple[str, bool]] = []
+    converted = tmp_path / "float32"
+
+    def fake_prepare(spec: Any, weights: bool = True) -> Path:
+        asked.append((spec.name, weights))
+        return converted
+
+    loaded_from: list[Path] = []
+
+    class Model:
+        def eval(self) -> Model:
+            return self
+
+    def from_pretrained(path: Path, **_: Any) -> Model:
+        loaded_from.append(path)
+        return Model()
+
+    monkeypatch.setattr(store, "prepare", fake_prepare)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    tokenizer_only = SimpleNamespace(
+        path=tmp_path / "x-tokenizer", config=SimpleNamespace(eos_token_ids=[2])
+    )
+    bench.HFBaseline(tokenizer_only, "smollm2-135m")  # type: ignore[arg-type]
+    assert asked == [("smollm2-135m", True)] and loaded_from == [converted]

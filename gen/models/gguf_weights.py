@@ -113,7 +113,7 @@ def load_gguf_model(
     weights by how they run ("Q4_1", "Q8_0", "float32")."""
     weights = GGUFWeights(path)
     with torch.device("meta"):
-        model = LlamaModel(cfg)
+        model = LlamaModel(cfg, init=False)
     counts: Counter[str] = Counter()
     permuted = weights.arch in PERMUTED_ARCHS
 

@@ -39,11 +39,26 @@ class LoadedModel:
 
 
 def load_tokenizer(path: Path) -> Any:
+    """The folder's tokenizer. One that names transformers' own fast backend (as gen's
+    conversions of GGUF files do) is loaded as that class straight away: AutoTokenizer
+    would first read the model's config to choose it, importing about 1.5 s of
+    transformers' modelling code for a class it then does not change."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoTokenizer
+    import transformers
 
     try:
-        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+        settings = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        settings = {}
+    backend = getattr(transformers, "TokenizersBackend", None)
+    direct = (
+        isinstance(settings, dict)
+        and settings.get("tokenizer_class") == "TokenizersBackend"
+        and "auto_map" not in settings
+    )
+    loader: Any = backend if direct and backend is not None else transformers.AutoTokenizer
+    try:
+        return loader.from_pretrained(path, local_files_only=True)
     except Exception as exc:
         raise ModelError(f"{path}: cannot load the tokenizer: {exc}") from exc
 
@@ -89,7 +104,7 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     with torch.device("meta"):
-        model = LlamaModel(cfg)
+        model = LlamaModel(cfg, init=False)
     try:
         model.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
     except RuntimeError as exc:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,3 +62,35 @@ def KVCacheProbe(loaded: Any) -> Any:
     from gen.engine.kv_cache import KVCache
 
     return KVCache(loaded.config, max_slots=1, max_len=8)
+
+
+def test_the_tokenizer_is_loaded_as_its_backend_class_the_same_as_autotokenizer(
+    real_model: Any, tmp_path: Path
+) -> None:
+    """A folder whose tokenizer names transformers' fast backend (gen's GGUF conversions)
+    skips AutoTokenizer's config lookup; what comes back works as AutoTokenizer's does.
+    Any other class still goes through AutoTokenizer."""
+    from transformers import AutoTokenizer
+
+    from gen.models.loader import load_tokenizer
+
+    path = real_model.path
+    direct, auto = load_tokenizer(path), AutoTokenizer.from_pretrained(path)
+    assert type(direct).__name__ == type(auto).__name__ == "TokenizersBackend"
+    text = "灯塔 🗼 สวัสดี — a lighthouse\n\n"
+    assert direct.encode(text) == auto.encode(text)
+    assert direct.decode(direct.encode(text)) == auto.decode(auto.encode(text)) == text
+    chat = [{"role": "user", "content": text}]
+    assert direct.apply_chat_template(chat, tokenize=False) == auto.apply_chat_template(
+        chat, tokenize=False
+    )
+    specials = [(t.eos_token, t.bos_token, len(t)) for t in (direct, auto)]
+    assert specials[0] == specials[1]
+
+    # a folder that names another class, or an auto_map, is AutoTokenizer's to choose
+    other = tmp_path / "other"
+    shutil.copytree(path, other, ignore=shutil.ignore_patterns("*.safetensors"))
+    settings = json.loads((other / "tokenizer_config.json").read_text("utf-8"))
+    settings["tokenizer_class"] = "PreTrainedTokenizerFast"
+    (other / "tokenizer_config.json").write_text(json.dumps(settings), "utf-8")
+    assert load_tokenizer(other).encode(text) == auto.encode(text)

@@ -166,11 +166,26 @@ class Batch:
         self.mask = torch.zeros(visible.shape).masked_fill(~visible, float("-inf")).unsqueeze(1)
 
 
-def rows(module: nn.Module) -> Callable[..., torch.Tensor]:
-    """A product module as forward_tokens calls it, on (N, in) rows: its kernel in one call
-    where it offers one (`rows()`), else its forward."""
-    direct = getattr(module, "rows", None)
-    return direct() if callable(direct) else module.forward
+Product = tuple[torch.Tensor, int, "torch.Tensor | None"]  # weight or blocks, kind, bias
+
+
+def product(module: nn.Module) -> Product | None:
+    """What the kernels take for a product module (its `product()`: a float32 weight, kind
+    0, or GGUF blocks and their type, and the bias); None for one they do not run (int8)."""
+    spec = getattr(module, "product", None)
+    return spec() if callable(spec) else None
+
+
+def rows(module: nn.Module, kernels: ModuleType) -> Callable[..., torch.Tensor]:
+    """A product module as forward_tokens' loop calls it, on (N, in) rows: its kernel in
+    one call where it has one, else its forward."""
+    spec = product(module)
+    if spec is None:
+        return module.forward
+    weight, kind, bias = spec
+    if kind == 0:
+        return lambda x, prompt=None: kernels.linear(x, weight, bias)
+    return lambda x, prompt=None: kernels.qlinear(x, weight, kind, bias)
 
 
 @dataclass(slots=True)
@@ -187,6 +202,18 @@ class LayerPlan:
     down: Callable[..., torch.Tensor]
     post: tuple[torch.Tensor, float]  # the norm after attention: weight, eps
     after: tuple[torch.Tensor, float]  # after the MLP: the next layer's input norm, or the last
+
+
+@dataclass(slots=True)
+class Stack:
+    """Every layer's products and norms as the kernels' `layers` takes them: the whole
+    loop in one call, where every product runs on the kernels."""
+
+    weights: list[torch.Tensor]
+    kinds: list[int]
+    biases: list[torch.Tensor | None]
+    norms: list[torch.Tensor]
+    eps: list[float]
 
 
 class LlamaModel(nn.Module):
@@ -206,6 +233,7 @@ class LlamaModel(nn.Module):
         self._tables: tuple[torch.Tensor, torch.Tensor] | None = None
         self.kernels: ModuleType | None = None
         self._plans: list[LayerPlan] | None = None
+        self._stack: Stack | bool | None = None  # False: some product has no kernel
         # prompt pieces and decoding rows in separate forwards (int8: its activation scale
         # is taken per call, and a prompt's outliers would coarsen the decoding rows')
         self.split_prompts = False
@@ -216,24 +244,65 @@ class LlamaModel(nn.Module):
         after: forward_tokens keeps their kernels and weights in its plans."""
         self.kernels = kernels
         self._plans = None
+        self._stack = None
+
+    def _layer_parts(self) -> list[tuple[list[nn.Module], RMSNorm, RMSNorm]]:
+        """Each layer's products (qkv, o, gate_up, down) and the norms after its halves."""
+        layers: list[DecoderLayer] = list(self.layers)  # type: ignore[arg-type]
+        after: list[RMSNorm] = [layer.input_layernorm for layer in layers[1:]] + [self.norm]
+        return [
+            (
+                [layer.self_attn.qkv_proj, layer.self_attn.o_proj, layer.mlp.gate_up_proj,
+                 layer.mlp.down_proj],
+                layer.post_attention_layernorm,
+                norm,
+            )
+            for layer, norm in zip(layers, after, strict=True)
+        ]  # fmt: skip
 
     def plans(self) -> list[LayerPlan]:
         if self._plans is None:
-            layers: list[DecoderLayer] = list(self.layers)  # type: ignore[arg-type]
-            norms = [layer.input_layernorm for layer in layers[1:]] + [self.norm]
+            kernels = self.kernels
+            assert kernels is not None
             self._plans = [
                 LayerPlan(
                     i,
-                    rows(layer.self_attn.qkv_proj),
-                    rows(layer.self_attn.o_proj),
-                    rows(layer.mlp.gate_up_proj),
-                    rows(layer.mlp.down_proj),
-                    (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.eps),
+                    rows(products[0], kernels),
+                    rows(products[1], kernels),
+                    rows(products[2], kernels),
+                    rows(products[3], kernels),
+                    (post.weight, post.eps),
                     (after.weight, after.eps),
                 )
-                for i, (layer, after) in enumerate(zip(layers, norms, strict=True))
+                for i, (products, post, after) in enumerate(self._layer_parts())
             ]
         return self._plans
+
+    def stack(self) -> Stack | None:
+        """The layers for the kernels' `layers` call; None where a product has no kernel
+        (int8), or kernels without that call."""
+        if self._stack is None:
+            specs: list[Product] = []
+            norms: list[tuple[torch.Tensor, float]] = []
+            for products, post, after in self._layer_parts():
+                found = [product(m) for m in products]
+                specs += [s for s in found if s is not None]
+                if None in found:
+                    break
+                norms += [(post.weight, post.eps), (after.weight, after.eps)]
+            usable = len(specs) == 4 * len(self.layers) and hasattr(self.kernels, "layers")
+            self._stack = (
+                Stack(
+                    [w for w, _, _ in specs],
+                    [k for _, k, _ in specs],
+                    [b for _, _, b in specs],
+                    [w for w, _ in norms],
+                    [e for _, e in norms],
+                )
+                if usable
+                else False
+            )
+        return self._stack if isinstance(self._stack, Stack) else None
 
     def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._tables is None:
@@ -308,6 +377,13 @@ class LlamaModel(nn.Module):
         x = self.embed_tokens(input_ids)  # (N, C)
         first: RMSNorm = self.layers[0].input_layernorm  # type: ignore[assignment]
         h = kernels.rms_norm(x, first.weight, first.eps)
+        stack = self.stack()
+        if stack is not None:  # the loop below in one call
+            h = kernels.layers(
+                x, h, stack.weights, stack.kinds, stack.biases, stack.norms, stack.eps,
+                cache.k, cache.v, slots, positions, cos, sin, heads, kv_heads,
+            )  # fmt: skip
+            return self.lm_head(h[last])  # (R, vocab)
         for p in self.plans():
             qkv = p.qkv(h).view(shape)  # (N, H + 2 KVH, D)
             kernels.rotary_(qkv, positions, cos, sin, heads + kv_heads)

@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from types import ModuleType
 
 import torch
@@ -69,10 +68,9 @@ class KernelLinear(nn.Module):
         y = self.kernels.linear(x.reshape(-1, self.in_features), self.weight, self.bias)
         return y.view(*shape[:-1], self.out_features)
 
-    def rows(self) -> Callable[..., torch.Tensor]:
-        """The product on (N, in) rows as one call: the kernel, no reshaping."""
-        linear, weight, bias = self.kernels.linear, self.weight, self.bias
-        return lambda x, prompt=None: linear(x, weight, bias)
+    def product(self) -> tuple[torch.Tensor, int, torch.Tensor | None]:
+        """What the kernels take for this product: the float32 weight (kind 0), the bias."""
+        return self.weight, 0, self.bias
 
 
 def float32_linear(linear: nn.Linear, kernels: ModuleType | None) -> nn.Module:

@@ -11,7 +11,6 @@ bytes read per token.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 
 import torch
@@ -57,10 +56,9 @@ class QuantLinear(nn.Module):
         y = self.kernels.qlinear(x.reshape(-1, self.in_features), self.blocks, self.kind, self.bias)
         return y.view(*shape[:-1], self.out_features)
 
-    def rows(self) -> Callable[..., torch.Tensor]:
-        """The product on (N, in) rows as one call: the kernel, no reshaping."""
-        qlinear, blocks, kind, bias = self.kernels.qlinear, self.blocks, self.kind, self.bias
-        return lambda x, prompt=None: qlinear(x, blocks, kind, bias)
+    def product(self) -> tuple[torch.Tensor, int, torch.Tensor | None]:
+        """What the kernels take for this product: the blocks, their type, the bias."""
+        return self.blocks, self.kind, self.bias
 
     def extra_repr(self) -> str:
         return f"in={self.in_features}, out={self.out_features}, {NAMES[self.kind]}"

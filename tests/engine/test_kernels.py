@@ -294,3 +294,38 @@ def test_a_failed_build_is_remembered_and_said_once(
     fresh_process()
     assert kernels.load(retry=True) is None  # `python -m gen.engine.kernels` tries again
     assert len(builds) == 2
+
+
+@torch.inference_mode()
+def test_the_layers_call_gives_the_python_loops_bits(k: ModuleType) -> None:
+    """forward_tokens runs every layer in one `layers` call where each product has a
+    kernel; the same kernels in the same order as its Python loop, so the logits and the
+    cache come out bit for bit the same (a ragged batch: a prompt piece beside decoding
+    rows)."""
+    plain = tiny_llama()
+    one, other = with_kernels(plain, k), with_kernels(plain, k)
+    assert one.stack() is not None
+    other._stack = False  # the Python loop over the plans
+    assert other.stack() is None
+    caches = [KVCache(one.cfg, max_slots=3, max_len=64) for _ in range(2)]
+    for cache in caches:
+        cache.reserve(3, 64)
+    ids = tok.encode("灯塔 🗼 สวัสดี, a lighthouse")
+    n = len(ids)
+    got = []
+    for model, cache in ((one, caches[0]), (other, caches[1])):
+        first = model.forward_tokens(
+            torch.tensor(ids), torch.arange(n), torch.full((n,), 1), cache, torch.tensor([n - 1])
+        )
+        mixed = model.forward_tokens(  # the next token of row 1 beside a new prompt in row 0
+            torch.tensor([7, *ids[:5]]),
+            torch.tensor([n, 0, 1, 2, 3, 4]),
+            torch.tensor([1, 0, 0, 0, 0, 0]),
+            cache,
+            torch.tensor([0, 5]),
+        )
+        got.append((first, mixed))
+    assert torch.equal(got[0][0], got[1][0]) and torch.equal(got[0][1], got[1][1])
+    for layer in range(one.cfg.num_layers):
+        assert torch.equal(caches[0].k[layer], caches[1].k[layer])
+        assert torch.equal(caches[0].v[layer], caches[1].v[layer])

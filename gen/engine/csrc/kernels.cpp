@@ -614,10 +614,47 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
   return out;
 }
 
+// The decoder layers of one forward, in one call: what LlamaModel.forward_tokens' loop
+// does per layer (q/k/v product, rotary, attention, output product, residual add and
+// norm, gate/up product, SiLU, down product, residual add and norm), by the same kernels
+// in the same order, so the bits are the same; only Python's calls between them go.
+// x (N, C): the residual stream, added to in place; h: layer 0's normed input. Per
+// layer l, products[4l .. 4l+3] are qkv, o, gate_up, down: a weight (float32 (out, in),
+// kind 0) or GGUF blocks (kind 2, 3 or 8), with its bias or None; norms[2l], norms[2l+1]
+// (and eps) follow its attention and its MLP. Returns the last norm's output.
+at::Tensor layers(at::Tensor& x, at::Tensor h, const std::vector<at::Tensor>& weights,
+                  const std::vector<int64_t>& kinds,
+                  const std::vector<c10::optional<at::Tensor>>& biases,
+                  const std::vector<at::Tensor>& norms, const std::vector<double>& eps,
+                  std::vector<at::Tensor> cache_k, std::vector<at::Tensor> cache_v,
+                  const at::Tensor& slots, const at::Tensor& positions, const at::Tensor& cos,
+                  const at::Tensor& sin, int64_t heads, int64_t kv_heads) {
+  const size_t L = norms.size() / 2;
+  TORCH_CHECK(norms.size() == 2 * L && eps.size() == 2 * L && weights.size() == 4 * L &&
+                  kinds.size() == 4 * L && biases.size() == 4 * L,
+              "four products and two norms per layer");
+  TORCH_CHECK(cache_k.size() >= L && cache_v.size() >= L, "a cache per layer");
+  auto product = [&](const at::Tensor& in, size_t i) {
+    return kinds[i] == 0 ? ::linear(in, weights[i], biases[i]) : ::qlinear(in, weights[i], kinds[i], biases[i]);
+  };
+  const int64_t N = x.size(0);
+  for (size_t l = 0; l < L; ++l) {
+    at::Tensor qkv = product(h, 4 * l);
+    TORCH_CHECK(qkv.size(1) % (heads + 2 * kv_heads) == 0, "q/k/v width");
+    qkv = qkv.view({N, heads + 2 * kv_heads, qkv.size(1) / (heads + 2 * kv_heads)});
+    rotary_(qkv, positions, cos, sin, heads + kv_heads);
+    const at::Tensor out = attention(qkv, cache_k[l], cache_v[l], slots, positions, heads, kv_heads);
+    h = add_rms_norm_(x, product(out, 4 * l + 1), norms[2 * l], eps[2 * l]);
+    h = add_rms_norm_(x, product(silu_mul(product(h, 4 * l + 2)), 4 * l + 3), norms[2 * l + 1], eps[2 * l + 1]);
+  }
+  return h;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // none of them touches a Python object: other Python threads run meanwhile
   using nogil = py::call_guard<py::gil_scoped_release>;
   m.def("attention", &attention, nogil(), "causal attention of a ragged batch of tokens over the cache");
+  m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
   m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q8_0)");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");

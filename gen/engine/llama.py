@@ -282,22 +282,18 @@ class LlamaModel(nn.Module):
         """The layers for the kernels' `layers` call; None where a product has no kernel
         (int8), or kernels without that call."""
         if self._stack is None:
-            specs: list[Product] = []
-            norms: list[tuple[torch.Tensor, float]] = []
-            for products, post, after in self._layer_parts():
-                found = [product(m) for m in products]
-                specs += [s for s in found if s is not None]
-                if None in found:
-                    break
-                norms += [(post.weight, post.eps), (after.weight, after.eps)]
-            usable = len(specs) == 4 * len(self.layers) and hasattr(self.kernels, "layers")
+            parts = self._layer_parts()
+            found = [product(m) for products, _, _ in parts for m in products]
+            specs = [s for s in found if s is not None]
+            norms = [norm for _, post, after in parts for norm in (post, after)]
+            usable = len(specs) == len(found) and hasattr(self.kernels, "layers")
             self._stack = (
                 Stack(
                     [w for w, _, _ in specs],
                     [k for _, k, _ in specs],
                     [b for _, _, b in specs],
-                    [w for w, _ in norms],
-                    [e for _, e in norms],
+                    [n.weight for n in norms],
+                    [n.eps for n in norms],
                 )
                 if usable
                 else False
@@ -371,7 +367,6 @@ class LlamaModel(nn.Module):
         assert kernels is not None
         cfg = self.cfg
         heads, kv_heads = cfg.num_heads, cfg.num_kv_heads
-        shape = (input_ids.shape[0], heads + 2 * kv_heads, cfg.head_dim)
         cos, sin = self.tables()
         add_norm = kernels.add_rms_norm_  # x += r in place, then RMSNorm(x)
         x = self.embed_tokens(input_ids)  # (N, C)
@@ -384,6 +379,7 @@ class LlamaModel(nn.Module):
                 cache.k, cache.v, slots, positions, cos, sin, heads, kv_heads,
             )  # fmt: skip
             return self.lm_head(h[last])  # (R, vocab)
+        shape = (input_ids.shape[0], heads + 2 * kv_heads, cfg.head_dim)
         for p in self.plans():
             qkv = p.qkv(h).view(shape)  # (N, H + 2 KVH, D)
             kernels.rotary_(qkv, positions, cos, sin, heads + kv_heads)

@@ -232,7 +232,7 @@ class SectionRun:
             return None
         fmt = self.section.format
         if fmt == "prose":
-            return Constraint("regex", PROSE_REGEX, self.text.lstrip())  # (no line starts blank)
+            return Constraint("regex", PROSE_REGEX, self.text)
         if fmt is not None and fmt != "none":
             kind, text = fmt.kind_and_text()
             return Constraint(kind, text, self.text)

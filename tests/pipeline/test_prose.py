@@ -23,6 +23,8 @@ GOOD = [
     "2021, the year the lamp 💡 went out.\nOf glass, 3.14 metres.",
     "“Quoted” words.\n\n",
     "灯塔的历史很长。\n\nประภาคาร 🗼 stands.",
+    "(Most) keepers stayed!\n¿Qué pasó?\n「灯塔」很高。",
+    "Élan, naïveté and 12.5% of ships — all there…",
 ]
 BAD = [
     "1. The first part",
@@ -45,7 +47,21 @@ BAD = [
     "| a | table |",
     "```code",
     "Text.\n\n\n\nToo far apart.",
+    # lines that do not end as a sentence does: a recipe part wrote these, then looped
+    "Lighthouse\nLighthouse Light\nLighthouse.",
+    "1000 words\n\nThe first lighthouse stood in 1825.",
+    "Summary of write:\nLighthouses are tall.",
+    "灯塔的历史\n灯塔很高。",
+    "The history of lighthouses\n\nThey guided ships.",
+    # symbols: a conclusion that began "<<Introduction" wrote "<<<<====" for three rounds
+    "<<Introduction to the history.",
+    "Text with <<<< symbols.",
+    "Prices = high.",
+    "A **bold** claim.",
+    "🗼 A lighthouse emoji first.",
+    "…and so on.",
 ]
+UNFINISHED = ["It still does", "灯塔很高", "Ships passed.\n\nThen the lamp", "\"Stop,\" he said"]
 
 
 @pytest.mark.parametrize("text", GOOD)
@@ -74,6 +90,20 @@ def test_llguidance_holds_the_same_pattern_over_real_tokens() -> None:
 
     assert all(follows(text) for text in GOOD)
     assert not any(follows(text) for text in BAD)
+
+    def ends(text: str) -> bool:
+        matcher = grammars.state(Constraint("regex", PROSE_REGEX)).matcher
+        assert matcher.consume_tokens(tokenizer.encode(text, add_special_tokens=False))
+        return bool(matcher.is_accepting())
+
+    assert all(ends(text) for text in GOOD)
+    assert not any(ends(text) for text in UNFINISHED)  # only at a sentence's end
+
+
+@pytest.mark.parametrize("text", UNFINISHED)
+def test_prose_ends_only_at_a_sentence_end(text: str) -> None:
+    assert not PROSE.fullmatch(text)
+    assert PROSE.fullmatch(text + ".")
 
 
 YAML = """\

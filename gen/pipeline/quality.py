@@ -90,6 +90,11 @@ class Scanner:
         self.offset = k
         return out
 
+    @property
+    def open_word(self) -> tuple[int, int]:
+        """Where the word still being written starts, and how many characters it has."""
+        return (self._chunk_start, len(self._chunk)) if self._chunk else (self.offset, 0)
+
     def finish(self) -> list[Token | Unit]:
         """What the end of the text completes: the last token and unit."""
         out: list[Token | Unit] = []

@@ -199,7 +199,7 @@ def test_resent_rounds_stop_when_the_budget_is_full(
         f"defaults: {{max_tokens: 40, max_rounds: 8, continuation: {strategy}}}\n"
         'sections:\n  - {id: s, prompt: "[s] go"}\n'
     )
-    backend = FakeBackend({"s": [(f"{i}" * 40, "length") for i in range(1, 9)]})
+    backend = FakeBackend({"s": [(f"abcdefgh{i} " * 4, "length") for i in range(1, 9)]})
     manifest, prepared = run(pipeline_from(text), backend, tmp_path)
     sec = manifest["sections"][0]
     assert (manifest["status"], sec["status"], sec["truncated"]) == (
@@ -211,7 +211,8 @@ def test_resent_rounds_stop_when_the_budget_is_full(
     for call in backend.calls:
         assert count_chars(call.messages) <= window - 40
     saved = (prepared.run_dir.sections_dir / "s.md").read_text("utf-8")
-    assert saved == "".join(f"{i}" * 40 for i in range(1, len(sec["rounds"]) + 1))
+    written = "".join(f"abcdefgh{i} " * 4 for i in range(1, len(sec["rounds"]) + 1))
+    assert saved == written.rstrip()
 
 
 # -- instructions that cannot fit: exit code 2, located, before any generation ----------

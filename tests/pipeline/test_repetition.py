@@ -511,3 +511,68 @@ def test_a_round_asked_to_go_on_that_starts_over(again: str, restarts: bool) -> 
     # without restart=True the same text is no loop
     plain = LoopDetector(base)
     assert all(plain.feed(text[i : i + 6]) is None for i in range(0, len(text), 6))
+
+
+def test_a_line_said_again_and_again_is_cut_with_every_copy() -> None:
+    """What a 5,000-word recipe part wrote: one-word lines, each too short to count as a
+    sentence and each released as soon as it ended; the third copy ends the round, and a
+    fragment (no sentence end) goes with its first copy too."""
+    intro = "灯塔守护着船只。The first lighthouse was built in 1825.\n"
+    for lines in (["Lighthouse"] * 3, ["Lighthouse Light"] * 2 + ["lighthouse light"],
+                  ["ประภาคาร 🗼"] * 3, ["灯塔"] * 3):  # fmt: skip
+        text = intro + "\n".join(lines) + "\nThe end."
+        found = detect(text, size=3)
+        assert (found.kind, found.start, found.keep) == ("span", len(intro), len(intro) - 1)
+        assert found.detail.startswith("3 copies back to back of: ")
+
+
+def test_a_short_sentence_three_times_keeps_its_first_copy() -> None:
+    text = "Ships came. It was late. It was late. It was late. Nobody slept."
+    found = detect(text, size=4)
+    second = text.index("It was late", text.index("It was late") + 1)
+    assert (found.kind, found.start, found.keep) == ("span", second, second - 1)
+
+
+def test_a_pair_of_lines_three_times_is_a_loop_twice_is_not() -> None:
+    pair = "Lighthouse Light\nLighthouse\n"
+    assert feed("Intro.\n" + pair * 2 + "Then the keepers left.\n", [5] * 20)[1] is None
+    found = detect("Intro.\n" + pair * 3 + "Then")
+    assert (found.kind, found.start) == ("span", len("Intro.\n"))
+    assert found.detail.startswith("3 copies back to back of: Lighthouse Light Lighthouse")
+
+
+def test_lines_repeated_in_base_are_cut_no_further_back_than_the_floor() -> None:
+    base = "Intro.\n" + "Lighthouse\n" * 4
+    found = detect("Lighthouse\nMore text here.", base)
+    assert (found.kind, found.start, found.keep) == ("span", len(base), len(base))
+
+
+def test_a_model_counting_is_cut_at_its_first_number() -> None:
+    """A recipe part wrote "11, nder 2, 12, 3, 4, 13, 5, ... 491,": every word new, so no
+    span, sentence or collapse check saw it, and its 491 "words" met the part's target."""
+    intro = "灯塔的历史很长。 Keepers counted ships 🚢 each night.\n\n"
+    text = intro + "11, nder " + ", ".join(str(i) for i in range(2, 40)) + ","
+    found = detect(text, size=4)
+    assert found.kind == "count"
+    assert (found.start, found.keep) == (text.index("2, 3"), len(intro.rstrip()))
+    assert found.detail == "16 numbers in a row: 2, 3, 4, 5, …"
+
+
+def test_numbers_in_prose_pass() -> None:
+    text = (
+        "The lamps were lit in 1819, 1820, 1822, 1825 and 1827, then every year from 1830 to "
+        "1850. Of 12 keepers, 3 stayed; 4, 5 or 6 left each winter.\n"
+    )
+    assert feed(text, [3] * len(text))[1] is None
+
+
+def test_a_run_on_word_is_cut_while_it_is_still_being_written() -> None:
+    for word in ("light" * 20, "1." + "1150359092" * 10):
+        text = "ประภาคาร 🗼 stands. Then " + word
+        detector, found = feed(text, [5] * (len(text) // 5 + 1))
+        assert found is not None and found.kind == "word"
+        assert found.start == text.index(word[:5], 20) and found.detail.startswith("a run-on word: ")
+    # a link, and a Thai sentence (one whitespace-free run), are not run-on words
+    for text in ("See https://example.org/" + "a" * 60 + "/page.html for more.",
+                 "ประภาคารเป็นสิ่งก่อสร้างที่ช่วยนำทางเรือในเวลากลางคืนมาหลายร้อยปีแล้ว"):  # fmt: skip
+        assert feed(text, [4] * len(text))[1] is None

@@ -8,14 +8,34 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Literal
 
-from gen.pipeline.quality import Scanner, Token, Unit, is_sentence, ngrams, sentence_key
+from gen.pipeline.quality import (
+    CLOSERS,
+    TERMINATORS,
+    Scanner,
+    Token,
+    Unit,
+    is_sentence,
+    ngrams,
+    sentence_key,
+)
 
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
 # "item", for a list item refused as a repeat)
 Kind = Literal[
-    "span", "sentence", "refrain", "collapse", "word", "restart", "echo", "sibling", "item"
-]
+    "span", "sentence", "refrain", "collapse", "word", "count", "restart", "echo", "sibling",
+    "item",
+]  # fmt: skip
 DETAIL_CHARS = 60
+# a line or short sentence said again right after itself: LINE_PERIODS units back to back
+# ("Lighthouse" / "Lighthouse" / ...), too short for the sentence check; copies as spans
+LINE_PERIODS = 2
+# count: this many numbers in a row ("11, 2, 12, 3, 4, ..., 491"), each word new, so no
+# other check sees it (a list of years in prose holds a few)
+NUMBER_RUN = 16
+# a run-on word: letters, digits, ".", "," or "-" of a script that spaces its words, this
+# long ("lightlightlight...", "1.1150359092111517..."): a loop inside one word
+RUN_ON_CHARS = 48
+SPACED_SCRIPTS_END = 0x0590
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word
 # when that word is not a function word
@@ -58,6 +78,9 @@ class LoopDetector:
       >= short_loop_tokens tokens ("very very very ..."), p < long_span_tokens three times,
       longer p twice; only in prose (not code or tables), periods up to window_tokens / 2.
       start: the second copy.
+    - "span" too: a unit (a line or a sentence) equal to the one before it, three in a row
+      ("Lighthouse" / "Lighthouse" / "Lighthouse"), or a pair of units three times. start:
+      the second copy, or the first where the unit is a fragment (no sentence end).
     - "sentence": a prose sentence of >= min_sentence_tokens tokens (min_sentence_cjk when
       mostly CJK) equal, once normalised, to an earlier one of base + text. start: its start.
     - "refrain": 5 of the last 6 sentences (or lines) open with the same two tokens (after a
@@ -67,6 +90,9 @@ class LoopDetector:
       tokens. start: the first 4-gram in that window that repeats one before it.
     - "restart" (with restart=True, for a round asked to go on): its first sentence opens
       like an earlier one or shares half its words with one. start: that sentence.
+    - "count": NUMBER_RUN numbers in a row ("11, 2, 12, 3, ..."). start: the first.
+    - "word" too: a word of RUN_ON_CHARS letters, digits, ".", "," or "-" still being
+      written ("lightlightlight..."). start: its start.
     - "word": one word that is not a function word is more than WORD_SHARE of those
       tokens ("God's grace, God's mercy, ..."). start: where it begins to crowd the rest.
     - "echo": a sentence half of whose word 5-grams are in `earlier` (the 5-grams of the
@@ -132,6 +158,11 @@ class LoopDetector:
         self._bare_leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._subjects: deque[tuple[str, int]] = deque(maxlen=SUBJECT_WINDOW)
         self._ends = [self._floor]
+        self._numbers: list[Token] = []  # count: the numbers in a row just fed
+        # unit spans: the last units' tokens, and per period how many in a row equal the
+        # one that many before them
+        self._units: deque[Unit] = deque(maxlen=3 * LINE_PERIODS)
+        self._unit_runs = [0] * (LINE_PERIODS + 1)
         # collapse: the last collapse_tokens fed tokens and their 4-grams
         self._recent: deque[Token] = deque()
         self._grams: deque[tuple[str, ...]] = deque()
@@ -157,17 +188,29 @@ class LoopDetector:
             if found is not None:
                 self._found = True
                 return found
-        return None
+        found = self._run_on()
+        self._found = found is not None
+        return found
+
+    def _run_on(self) -> Repetition | None:
+        """The word still being written has run on for RUN_ON_CHARS characters."""
+        start, n = self._scanner.open_word
+        if n < RUN_ON_CHARS or start + n <= self._base_len:
+            return None
+        word = self.text[start : start + n]
+        if not all((c.isalnum() or c in ".,-") and ord(c) < SPACED_SCRIPTS_END for c in word):
+            return None  # a link, a path, a word of a script that does not space its words
+        return self._report("word", start, f"a run-on word: {_clip(word)}")
 
     def _event(self, event: Token | Unit) -> Repetition | None:
         fed = event.end > self._base_len
         if isinstance(event, Unit):
             if event.end > self._floor:
                 self._ends.append(event.end)
-            return self._sentence_repeat(event, fed)
+            return self._unit_span(event, fed) or self._sentence_repeat(event, fed)
         found = None
         if event.region == "text":
-            found = self._span(event, fed)
+            found = self._span(event, fed) or self._count(event, fed)
         elif self._window:  # spans are looked for within one stretch of prose
             self._window.clear()
             self._runs = [0] * len(self._runs)
@@ -210,6 +253,40 @@ class LoopDetector:
                 first = window[max(0, n - runs[p])]
                 copy = self.text[window[max(0, n - runs[p] - p)].start : first.start]
                 detail = f"{p}-token span repeated back to back: {_clip(copy)}"
+                return self._report("span", first.start, detail)
+        return None
+
+    def _count(self, token: Token, fed: bool) -> Repetition | None:
+        """Numbers in a row: a model counting ("11, 2, 12, 3, 4, ..., 491")."""
+        numbers = self._numbers
+        if not token.norm.isascii() or not token.norm.isdigit():
+            numbers.clear()
+            return None
+        numbers.append(token)
+        if not fed or len(numbers) < NUMBER_RUN:
+            return None
+        shown = ", ".join(t.norm for t in numbers[:4])
+        return self._report("count", numbers[0].start, f"{len(numbers)} numbers in a row: {shown}, …")
+
+    def _unit_span(self, unit: Unit, fed: bool) -> Repetition | None:
+        """Lines or short sentences repeated back to back: a run of units with period p
+        covering 3p units (tables and code repeat rows and lines, and are left out)."""
+        units, runs = self._units, self._unit_runs
+        if unit.kind not in ("text", "heading") or not unit.tokens:
+            units.clear()
+            runs[:] = [0] * len(runs)
+            return None
+        units.append(unit)
+        n = len(units)
+        for p in range(1, min(len(runs), n)):
+            runs[p] = runs[p] + 1 if units[n - 1 - p].tokens == unit.tokens else 0
+            if fed and runs[p] >= 2 * p:
+                copied = max(0, n - runs[p] - p)  # the first copy, then the run's first repeat
+                text = self.text[units[copied].start : units[copied + p - 1].end].rstrip()
+                # fragments go with every copy; sentences keep their first
+                keep_first = text.rstrip(CLOSERS)[-1:] in TERMINATORS
+                first = units[copied + p if keep_first else copied]
+                detail = f"{runs[p] // p + 1} copies back to back of: {_clip(text)}"
                 return self._report("span", first.start, detail)
         return None
 

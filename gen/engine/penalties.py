@@ -3,8 +3,13 @@ n-gram ban over its generated ids, DRY over its prompt and generated ids (as lla
 a continuation that re-sends earlier text must not loop back into it), kept up to date
 token by token (no rescan of the history).
 
-It knows token ids only; which ids break a DRY match comes from `SequenceBreakers`, the
-one place that decodes the vocabulary.
+It knows token ids only; which ids break a DRY match, and which are parts of a word,
+come from `SequenceBreakers`, the one place that decodes the vocabulary.
+
+Unlike llama.cpp's, gen's DRY does not penalise an id that goes on with a word already
+begun (in a script that spaces its words): the penalty falls on the next word instead. A
+word the text must repeat is often several ids (" l", "ighth", "ouses"); penalising its
+last part, after "the history of l ighth" was seen, bent it into "lighthairs".
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import math
 from collections import deque
 from collections.abc import Set as AbstractSet
 from collections.abc import Sized
+from dataclasses import dataclass
 
 import torch
 
@@ -21,6 +27,23 @@ from gen.sampling import SamplingParams
 
 # llama.cpp caps DRY's exponent so that base ** exponent stays within float32
 FLOAT_MAX_LOG = 88.7228391
+# scripts that space their words end below this code point (Latin, Greek, Cyrillic,
+# Armenian); a CJK character or a Thai syllable is a word start as DRY sees it
+SPACED_SCRIPTS_END = 0x0590
+
+
+def _word_char(ch: str) -> bool:
+    """A letter of a spaced script (digits aside: a number said again is a loop's mark)."""
+    return ch.isalpha() and ord(ch) < SPACED_SCRIPTS_END
+
+
+@dataclass(frozen=True, slots=True)
+class WordParts:
+    """Ids whose text begins with a letter of a spaced script (no space before it), and
+    ids whose text ends with one: the first go on with a word after the second."""
+
+    starts: frozenset[int] = frozenset()
+    ends: frozenset[int] = frozenset()
 
 
 class SequenceBreakers:
@@ -33,6 +56,7 @@ class SequenceBreakers:
         self.vocab = vocab
         self._texts: list[str] | None = None
         self._ids: dict[tuple[str, ...], frozenset[int]] = {}
+        self._parts: WordParts | None = None
 
     def ids(self, breakers: tuple[str, ...]) -> frozenset[int]:
         found = self._ids.get(breakers)
@@ -41,6 +65,15 @@ class SequenceBreakers:
             found = frozenset(i for i, t in enumerate(texts) if any(b in t for b in breakers))
             self._ids[breakers] = found
         return found
+
+    def word_parts(self) -> WordParts:
+        if self._parts is None:
+            texts = self._decoded()
+            self._parts = WordParts(
+                frozenset(i for i, t in enumerate(texts) if t and _word_char(t[0])),
+                frozenset(i for i, t in enumerate(texts) if t and _word_char(t[-1])),
+            )
+        return self._parts
 
     def _decoded(self) -> list[str]:
         if self._texts is None:
@@ -65,11 +98,16 @@ class PenaltyState:
     """
 
     def __init__(
-        self, params: SamplingParams, vocab: int, breakers: AbstractSet[int] = frozenset()
+        self,
+        params: SamplingParams,
+        vocab: int,
+        breakers: AbstractSet[int] = frozenset(),
+        words: WordParts = WordParts(),
     ) -> None:
         self.params = params
         self.vocab = vocab
         self.breakers = breakers
+        self.words = words
         self.ids: list[int] = []  # the prompt's ids DRY looks at, then the generated ones
         self.context = 0  # how many of `ids` came from the prompt
         # frequency / presence: counts, and the amount each id loses, (vocab,)
@@ -127,12 +165,16 @@ class PenaltyState:
 
     def dry_lengths(self) -> dict[int, int]:
         """Each id that would extend a repeat of at least dry_allowed_length generated ids,
-        with the longest such repeat. Breaker ids are never penalised (as in llama.cpp)."""
+        with the longest such repeat. Breaker ids are never penalised (as in llama.cpp),
+        nor, after an id that ends inside a word, an id that goes on with that word."""
         allowed = self.params.dry_allowed_length
+        in_word = bool(self.ids) and self.ids[-1] in self.words.ends
         out: dict[int, int] = {}
         for i, length in self.matches.items():
             if length >= allowed:
                 t = self.ids[i + 1]  # what followed the earlier run
+                if in_word and t in self.words.starts:
+                    continue
                 if t not in self.breakers and length > out.get(t, 0):
                     out[t] = length
         return out

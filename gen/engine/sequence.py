@@ -130,8 +130,11 @@ class Sequence:
         if not p.has_penalties:
             return None
         if self.penalties is None:
-            ids = breakers.ids(p.dry_sequence_breakers) if p.dry_multiplier else frozenset()
-            self.penalties = PenaltyState(p, vocab, ids)
+            if p.dry_multiplier:
+                ids, words = breakers.ids(p.dry_sequence_breakers), breakers.word_parts()
+                self.penalties = PenaltyState(p, vocab, ids, words)
+            else:
+                self.penalties = PenaltyState(p, vocab)
             self.penalties.push_context(self.prompt_ids)
             for token in self.output_ids:
                 self.penalties.push(token)

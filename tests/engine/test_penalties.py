@@ -14,7 +14,7 @@ import torch
 
 from gen.engine import Completion, Engine, SamplingParams
 from gen.engine.kv_cache import KVCache
-from gen.engine.penalties import PenaltyState, SequenceBreakers
+from gen.engine.penalties import PenaltyState, SequenceBreakers, WordParts
 from gen.engine.sampler import sample
 from gen.engine.sequence import Sequence as Seq
 from tests.fakes import ByteTokenizer, CountingTokenizer, RowModel, tiny_config
@@ -124,6 +124,39 @@ def test_dry_exponent_is_capped_so_the_penalty_stays_finite() -> None:
     assert s.dry_lengths() == {1: 399}
     assert s.dry_penalties()[1] == 0.5 * 2.0**s.max_exponent
     assert torch.isfinite(s.apply(torch.zeros(4))).all()
+
+
+def test_dry_leaves_alone_an_id_that_goes_on_with_a_word_already_begun() -> None:
+    """" l ighth ouses" seen, then " l ighth": "ouses" would extend a repeat of 2, but it
+    only finishes the word; the penalty falls on the next word's start instead."""
+    parts = WordParts(starts=frozenset({2, 3, 4}), ends=frozenset({1, 2, 3}))
+    history = [1, 2, 3, 5, 6, 1, 2]  # " l" "ighth" "ouses" " is" " tall" " l" "ighth"
+    s = PenaltyState(SamplingParams(**DRY), 10, frozenset(), parts)
+    for t in history:
+        s.push(t)
+    assert s.dry_lengths() == {}
+    assert state(history, **DRY).dry_lengths() == {3: 2}  # llama.cpp's rule penalises it
+    s.push(3)  # the word is done: " is" (not a word part) would extend a repeat of 3
+    assert s.dry_lengths() == {5: 3}
+    assert s.apply(torch.zeros(10)).tolist() == [0, 0, 0, 0, 0, -1.0, 0, 0, 0, 0]
+    # after an id that does not end inside a word, a word part is penalised as before
+    s.push(6)
+    s.push(1)
+    s.push(2)
+    s.push(3)
+    s.push(5)  # " is" does not end with a letter here ... (ends holds 1, 2, 3 only)
+    assert s.dry_lengths() == {6: 4}
+
+
+def test_word_parts_are_the_ids_spaced_scripts_continue_words_with() -> None:
+    inner = ByteTokenizer(["ighth", " l", "ouses.", "猫", "ประภาคาร", "Ελ", "🎉"])
+    breakers = SequenceBreakers(inner, inner.vocab_size)
+    parts = breakers.word_parts()
+    w = inner.first_word
+    letters = {ord(c) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"}
+    assert parts.starts == letters | {w, w + 2, w + 5}  # "猫", Thai, " l", emoji, digits: no
+    assert parts.ends == letters | {w, w + 1, w + 5}  # "ouses." ends with a full stop
+    assert breakers.word_parts() is parts
 
 
 def dry_reference(ids: list[int], allowed: int, breakers: set[int], last_n: int) -> dict[int, int]:
@@ -284,20 +317,20 @@ def test_dry_sees_the_prompt_and_the_other_penalties_do_not() -> None:
         temperature=0, dry_multiplier=0.5, dry_base=2.0, frequency_penalty=1.0,
         no_repeat_ngram_size=2,
     )  # fmt: skip
-    seq = Seq(tok.encode("猫abc"), params, tok, (tok.EOS,))
+    seq = Seq(tok.encode("猫!%?"), params, tok, (tok.EOS,))
     breakers = SequenceBreakers(tok, tok.vocab_size)
-    seq.append(ord("a"), 512)
+    seq.append(ord("!"), 512)
     s = seq.penalty_state(tok.vocab_size, breakers)
     assert s is not None
-    assert s.dry_lengths() == {}  # "a" alone: L=1 < allowed_length 2
-    seq.append(ord("b"), 512)  # "a b" repeats the prompt's "a b", which "c" followed
-    assert s.dry_lengths() == {ord("c"): 2}
-    assert s.dry_penalties() == {ord("c"): 0.5}
-    assert s.counts == {ord("a"): 1, ord("b"): 1}  # the prompt's ids are not counted
-    assert s.banned_ids() == frozenset()  # "b c" is the prompt's 2-gram, not a generated one
-    seq.append(ord("x"), 512)
-    seq.append(ord("b"), 512)  # generated "b x" before: after this "b", "x" is banned
-    assert s.banned_ids() == {ord("x")}
+    assert s.dry_lengths() == {}  # "!" alone: L=1 < allowed_length 2
+    seq.append(ord("%"), 512)  # "! %" repeats the prompt's, which "?" followed
+    assert s.dry_lengths() == {ord("?"): 2}
+    assert s.dry_penalties() == {ord("?"): 0.5}
+    assert s.counts == {ord("!"): 1, ord("%"): 1}  # the prompt's ids are not counted
+    assert s.banned_ids() == frozenset()  # "% ?" is the prompt's 2-gram, not a generated one
+    seq.append(ord("~"), 512)
+    seq.append(ord("%"), 512)  # generated "% ~" before: after this "%", "~" is banned
+    assert s.banned_ids() == {ord("~")}
 
 
 # --- the engine -------------------------------------------------------------------------

@@ -35,6 +35,9 @@ NUMBER_RUN = 16
 # a run-on word: letters, digits, ".", "," or "-" of a script that spaces its words, this
 # long ("lightlightlight...", "1.1150359092111517..."): a loop inside one word
 RUN_ON_CHARS = 48
+# and any run of spaced-script characters without a space this long (a link, a path, or
+# "http://www.baidu.net/baidu_z_w_r_w_b_..." for ten rounds)
+RUN_ON_LINK_CHARS = 200
 SPACED_SCRIPTS_END = 0x0590
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word
@@ -92,7 +95,8 @@ class LoopDetector:
       like an earlier one or shares half its words with one. start: that sentence.
     - "count": NUMBER_RUN numbers in a row ("11, 2, 12, 3, ..."). start: the first.
     - "word" too: a word of RUN_ON_CHARS letters, digits, ".", "," or "-" still being
-      written ("lightlightlight..."). start: its start.
+      written ("lightlightlight..."), or of RUN_ON_LINK_CHARS characters of any kind
+      (a link that never ends). start: its start.
     - "word": one word that is not a function word is more than WORD_SHARE of those
       tokens ("God's grace, God's mercy, ..."). start: where it begins to crowd the rest.
     - "echo": a sentence half of whose word 5-grams are in `earlier` (the 5-grams of the
@@ -198,8 +202,10 @@ class LoopDetector:
         if n < RUN_ON_CHARS or start + n <= self._base_len:
             return None
         word = self.text[start : start + n]
-        if not all((c.isalnum() or c in ".,-") and ord(c) < SPACED_SCRIPTS_END for c in word):
-            return None  # a link, a path, a word of a script that does not space its words
+        if any(ord(c) >= SPACED_SCRIPTS_END for c in word):
+            return None  # a script that does not space its words
+        if n < RUN_ON_LINK_CHARS and not all(c.isalnum() or c in ".,-" for c in word):
+            return None  # a link or a path, so far
         return self._report("word", start, f"a run-on word: {_clip(word)}")
 
     def _event(self, event: Token | Unit) -> Repetition | None:

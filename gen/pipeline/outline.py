@@ -14,13 +14,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gen.pipeline.listparse import is_twin, line_item, singular, title_key
-from gen.pipeline.run.repetition import FUNCTION_WORDS
+from gen.pipeline.run.repetition import DETERMINERS, FUNCTION_WORDS
 
 TITLE_CHARS = 60  # the longest title an item may have
 # an item that shares this share of its words (other than the prompt's) with an earlier one
 # says the same thing ("Bridges in ancient cultures" after "Bridges in ancient times")
 SAME_WORDS = 2 / 3
 STEM = 6  # words compared by their first letters: "history", "historical"
+# an item whose first two words ("the" aside) open this many earlier ones is one more of a
+# refrain ("The history of construction", "The history of the first ...", ...)
+LEAD_SAME = 2
 # a title: words with a little punctuation (no sentence ends, list markers, emphasis,
 # quotes or brackets), no digit or mark at its start, nothing dangling at its end but the
 # colon small models write after a title (the list's parser drops it). (Classes by what
@@ -96,6 +99,13 @@ def _items(k: int, least: int, most: int) -> str:
     rest = _items(k + 1, least, most)
     here = f"i{k} {rest}".strip()
     return here if k <= least else f"({here})?"
+
+
+def _lead(words: list[str]) -> tuple[str, ...]:
+    """A title's first two words after a determiner; () when that is the whole title."""
+    if words and words[0] in DETERMINERS:
+        words = words[1:]
+    return tuple(words[:2]) if len(words) > 2 else ()
 
 
 def _literal(text: str) -> str:
@@ -176,6 +186,7 @@ class ItemGuard:
                 self._scan = start
                 return Refusal(start, title, reason)
             self.items.append((start, end, title))
+            self.lenient = False  # leniency was for the item just accepted, not the rest
 
     def judge(self, title: str) -> str | None:
         """Why `title` may not follow the items so far; None when it may."""
@@ -199,6 +210,10 @@ class ItemGuard:
             return "a sentence, not a title"
         if words[-1] in DANGLING:
             return f"it ends on {words[-1]!r}"
+        lead = _lead(words)
+        same = [e for _, _, e in self.items if lead and _lead(title_key(e).split()) == lead]
+        if len(same) >= LEAD_SAME:
+            return f"it opens like {same[0]!r} and {same[1]!r}"
         own = self._words(key)
         if not own:
             return "only the prompt's words"

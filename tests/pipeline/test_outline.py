@@ -47,6 +47,9 @@ def refusal_reason(titles: list[str], exclude: tuple[str, ...] = ()) -> str | No
         (["Panel efficiency", "Applications: eB,A,D"], "cut off"),
         (["Panel efficiency", "Scale: " + "x" * 53], "cut off"),
         (["太阳能电池", "太阳能电池"], "the same as"),
+        # the long-article recipe's outline: eleven titles, every one "The history of ..."
+        (["The history of signal lamps", "The history of keepers and families",
+          "History of the Fresnel lens"], "it opens like"),  # fmt: skip
     ],
 )
 def test_the_guard_refuses_a_repeat_an_echo_and_a_sentence(titles: list[str], why: str) -> None:
@@ -58,6 +61,7 @@ def test_the_guard_refuses_a_repeat_an_echo_and_a_sentence(titles: list[str], wh
     "titles",
     [
         ["History of solar power", "Future of solar power", "Costs of solar power"],
+        ["The history of panels", "History of grids", "Grid storage in winter"],
         ["Photovoltaic cells and modules", "Inverters and grid efficiency"],
         ["太阳能电池", "风能 😀", "ไฟฟ้าพลังน้ำ"],
     ],

@@ -127,8 +127,8 @@ def test_dry_exponent_is_capped_so_the_penalty_stays_finite() -> None:
 
 
 def test_dry_leaves_alone_an_id_that_goes_on_with_a_word_already_begun() -> None:
-    """" l ighth ouses" seen, then " l ighth": "ouses" would extend a repeat of 2, but it
-    only finishes the word; the penalty falls on the next word's start instead."""
+    """After " l ighth ouses" and then " l ighth", "ouses" would extend a repeat of 2, but
+    it only finishes the word; the penalty falls on the next word's start instead."""
     parts = WordParts(starts=frozenset({2, 3, 4}), ends=frozenset({1, 2, 3}))
     history = [1, 2, 3, 5, 6, 1, 2]  # " l" "ighth" "ouses" " is" " tall" " l" "ighth"
     s = PenaltyState(SamplingParams(**DRY), 10, frozenset(), parts)
@@ -144,7 +144,7 @@ def test_dry_leaves_alone_an_id_that_goes_on_with_a_word_already_begun() -> None
     s.push(1)
     s.push(2)
     s.push(3)
-    s.push(5)  # " is" does not end with a letter here ... (ends holds 1, 2, 3 only)
+    s.push(5)  # " is" is not in `ends` here, so what may follow it is judged as usual
     assert s.dry_lengths() == {6: 4}
 
 

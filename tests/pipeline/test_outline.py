@@ -48,8 +48,14 @@ def refusal_reason(titles: list[str], exclude: tuple[str, ...] = ()) -> str | No
         (["Panel efficiency", "Scale: " + "x" * 53], "cut off"),
         (["太阳能电池", "太阳能电池"], "the same as"),
         # the long-article recipe's outline: eleven titles, every one "The history of ..."
-        (["The history of signal lamps", "The history of keepers and families",
-          "History of the Fresnel lens"], "it opens like"),  # fmt: skip
+        (
+            [
+                "The history of signal lamps",
+                "The history of keepers and families",
+                "History of the Fresnel lens",
+            ],
+            "it opens like",
+        ),
     ],
 )
 def test_the_guard_refuses_a_repeat_an_echo_and_a_sentence(titles: list[str], why: str) -> None:

@@ -61,7 +61,7 @@ BAD = [
     "🗼 A lighthouse emoji first.",
     "…and so on.",
 ]
-UNFINISHED = ["It still does", "灯塔很高", "Ships passed.\n\nThen the lamp", "\"Stop,\" he said"]
+UNFINISHED = ["It still does", "灯塔很高", "Ships passed.\n\nThen the lamp", '"Stop," he said']
 
 
 @pytest.mark.parametrize("text", GOOD)

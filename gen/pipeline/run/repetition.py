@@ -272,7 +272,8 @@ class LoopDetector:
         if not fed or len(numbers) < NUMBER_RUN:
             return None
         shown = ", ".join(t.norm for t in numbers[:4])
-        return self._report("count", numbers[0].start, f"{len(numbers)} numbers in a row: {shown}, …")
+        detail = f"{len(numbers)} numbers in a row: {shown}, …"
+        return self._report("count", numbers[0].start, detail)
 
     def _unit_span(self, unit: Unit, fed: bool) -> Repetition | None:
         """Lines or short sentences repeated back to back: a run of units with period p

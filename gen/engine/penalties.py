@@ -24,17 +24,10 @@ import torch
 
 from gen.engine.detokenizer import Tokenizer
 from gen.sampling import SamplingParams
+from gen.scripts import spaced_letter
 
 # llama.cpp caps DRY's exponent so that base ** exponent stays within float32
 FLOAT_MAX_LOG = 88.7228391
-# scripts that space their words end below this code point (Latin, Greek, Cyrillic,
-# Armenian); a CJK character or a Thai syllable is a word start as DRY sees it
-SPACED_SCRIPTS_END = 0x0590
-
-
-def _word_char(ch: str) -> bool:
-    """A letter of a spaced script (digits aside: a number said again is a loop's mark)."""
-    return ch.isalpha() and ord(ch) < SPACED_SCRIPTS_END
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +63,8 @@ class SequenceBreakers:
         if self._parts is None:
             texts = self._decoded()
             self._parts = WordParts(
-                frozenset(i for i, t in enumerate(texts) if t and _word_char(t[0])),
-                frozenset(i for i, t in enumerate(texts) if t and _word_char(t[-1])),
+                frozenset(i for i, t in enumerate(texts) if t and spaced_letter(t[0])),
+                frozenset(i for i, t in enumerate(texts) if t and spaced_letter(t[-1])),
             )
         return self._parts
 

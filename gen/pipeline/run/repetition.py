@@ -18,6 +18,7 @@ from gen.pipeline.quality import (
     ngrams,
     sentence_key,
 )
+from gen.scripts import spaced_script
 
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
 # "item", for a list item refused as a repeat)
@@ -38,7 +39,6 @@ RUN_ON_CHARS = 48
 # and any run of spaced-script characters without a space this long (a link, a path, or
 # "http://www.baidu.net/baidu_z_w_r_w_b_..." for ten rounds)
 RUN_ON_LINK_CHARS = 200
-SPACED_SCRIPTS_END = 0x0590
 # refrain: REFRAIN_SAME of the last REFRAIN_WINDOW sentences open with the same two words
 # (a determiner before them aside), or SUBJECT_SAME of SUBJECT_WINDOW with the same first word
 # when that word is not a function word
@@ -202,7 +202,7 @@ class LoopDetector:
         if n < RUN_ON_CHARS or start + n <= self._base_len:
             return None
         word = self.text[start : start + n]
-        if any(ord(c) >= SPACED_SCRIPTS_END for c in word):
+        if not spaced_script(word):
             return None  # a script that does not space its words
         if n < RUN_ON_LINK_CHARS and not all(c.isalnum() or c in ".,-" for c in word):
             return None  # a link or a path, so far

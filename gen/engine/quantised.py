@@ -7,6 +7,10 @@ Activations stay float32 and each output is summed in the float32 kernel's order
 product equals, bit for bit, the float32 product over the dequantised matrix: the same
 text as `dtype float32` on the same file, from a sixth (Q4) or a quarter (Q8_0) of the
 bytes read per token.
+
+Q4 blocks are packed at load (`qpack`), eight rows side by side with float32 scales:
+the same weights, laid out so that a block costs the kernels less work (about a quarter
+less time for one decoding row); 24 bytes per block instead of 20 or 18.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ Q4_0, Q4_1, Q8_0 = 2, 3, 8  # ggml's type numbers
 BLOCK = 32
 BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q8_0: 34}
 NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q8_0: "Q8_0"}
+PACKS = frozenset({Q4_0, Q4_1})  # block types the kernels pack (qpack)
+PACKED = 0x100  # the kernels' flag on a block type: the blocks are packed
+PACK_ROWS = 8
 
 
 def runs(kind: int) -> bool:
@@ -28,8 +35,9 @@ def runs(kind: int) -> bool:
 
 
 class QuantLinear(nn.Module):
-    """y = x W^T + b with W (out, in) held as GGUF blocks: blocks (out, in / 32 * block
-    bytes), uint8, one row of blocks per output."""
+    """y = x W^T + b with W (out, in) given as GGUF blocks: blocks (out, in / 32 * block
+    bytes), uint8, one row of blocks per output. Q4 blocks of a multiple of 8 rows are
+    held packed (`packed`), and the blocks as given are not kept."""
 
     def __init__(
         self,
@@ -48,20 +56,23 @@ class QuantLinear(nn.Module):
         self.out_features = blocks.shape[0]
         self.kind = kind
         self.kernels = kernels
-        self.blocks = blocks.contiguous()
+        self.packed = kind in PACKS and self.out_features % PACK_ROWS == 0
+        blocks = blocks.contiguous()
+        self.blocks = kernels.qpack(blocks, kind, in_features) if self.packed else blocks
         self.bias = None if bias is None else bias.detach().float().contiguous()
 
     def forward(self, x: torch.Tensor, prompt: bool | None = None) -> torch.Tensor:
         shape = x.shape
-        y = self.kernels.qlinear(x.reshape(-1, self.in_features), self.blocks, self.kind, self.bias)
+        y = self.kernels.qlinear(x.reshape(-1, self.in_features), *self.product())
         return y.view(*shape[:-1], self.out_features)
 
     def product(self) -> tuple[torch.Tensor, int, torch.Tensor | None]:
         """What the kernels take for this product: the blocks, their type, the bias."""
-        return self.blocks, self.kind, self.bias
+        return self.blocks, self.kind | (PACKED if self.packed else 0), self.bias
 
     def extra_repr(self) -> str:
-        return f"in={self.in_features}, out={self.out_features}, {NAMES[self.kind]}"
+        packed = ", packed" if self.packed else ""
+        return f"in={self.in_features}, out={self.out_features}, {NAMES[self.kind]}{packed}"
 
 
 class QuantEmbedding(nn.Module):
@@ -69,13 +80,13 @@ class QuantEmbedding(nn.Module):
 
     def __init__(self, blocks: torch.Tensor, kind: int, dim: int, kernels: ModuleType) -> None:
         super().__init__()
-        self.linear = QuantLinear(blocks, kind, dim, kernels)  # the same blocks serve lm_head
+        self.blocks = blocks.contiguous()
+        self.kind = kind
+        self.linear = QuantLinear(self.blocks, kind, dim, kernels)  # the same weights serve lm_head
         self.dim = dim
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        rows = self.linear.kernels.qrows(
-            self.linear.blocks, self.linear.kind, self.dim, ids.reshape(-1)
-        )
+        rows = self.linear.kernels.qrows(self.blocks, self.kind, self.dim, ids.reshape(-1))
         return rows.view(*ids.shape, self.dim)
 
 

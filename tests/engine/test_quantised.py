@@ -68,7 +68,7 @@ def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
         assert torch.equal(k.qlinear(x[70 - m :], blocks, kind, b), full[70 - m :])
 
 
-@pytest.mark.parametrize("kind", [Q4_0, Q4_1])
+@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
 @pytest.mark.parametrize(("K", "N"), [(32, 8), (576, 200), (1536, 48)])
 def test_packed_blocks_give_the_same_bits_as_the_blocks_in_place(
     k: ModuleType, kind: int, K: int, N: int
@@ -76,7 +76,7 @@ def test_packed_blocks_give_the_same_bits_as_the_blocks_in_place(
     rng = np.random.default_rng(K + N + kind)
     blocks, dense = blocks_of(rng.standard_normal((N, K), dtype=np.float32), kind)
     packed = k.qpack(blocks, kind, K)
-    assert packed.shape == (N // 8, K // 32 * 192)
+    assert packed.shape == (N // 8, K // 32 * (288 if kind == Q8_0 else 192))
     x = torch.randn(70, K)
     for b in (None, torch.randn(N)):
         want = k.linear(x, dense, b)
@@ -90,14 +90,15 @@ def test_packed_blocks_give_the_same_bits_as_the_blocks_in_place(
 
 def test_quant_linear_packs_q4_rows_in_eights(k: ModuleType) -> None:
     rng = np.random.default_rng(5)
-    cases = ((Q4_1, 16, True), (Q4_0, 24, True), (Q4_1, 12, False), (Q8_0, 16, False))
+    cases = ((Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False))
     for kind, rows, packs in cases:
         blocks, dense = blocks_of(rng.standard_normal((rows, 64), dtype=np.float32), kind)
         layer = QuantLinear(blocks, kind, 64, k)
         assert layer.packed is packs, (kind, rows)
         weight, flagged, _ = layer.product()
         assert flagged == kind | (PACKED if packs else 0)
-        assert weight.shape == ((rows // 8, 2 * 192) if packs else tuple(blocks.shape))
+        packed_bytes = 2 * (288 if kind == Q8_0 else 192)
+        assert weight.shape == ((rows // 8, packed_bytes) if packs else tuple(blocks.shape))
         x = torch.randn(3, 2, 64)
         assert torch.equal(layer(x), k.linear(x.reshape(6, 64), dense, None).view(3, 2, rows))
 
@@ -106,14 +107,15 @@ def test_bad_packing_is_refused(k: ModuleType) -> None:
     blocks, _ = blocks_of(np.ones((12, 64), dtype=np.float32), Q4_1)
     with pytest.raises(RuntimeError, match="rows in eights, got 12"):
         k.qpack(blocks, Q4_1, 64)
-    q8, _ = blocks_of(np.ones((8, 64), dtype=np.float32), Q8_0)
-    with pytest.raises(RuntimeError, match="only Q4_0 and Q4_1"):
-        k.qpack(q8, Q8_0, 64)
+    with pytest.raises(RuntimeError, match="unsupported block type 12"):
+        k.qpack(blocks[:8], 12, 64)  # Q4_K
     packed = k.qpack(blocks[:8], Q4_1, 64)
     with pytest.raises(RuntimeError, match="rows of 96"):
         k.qlinear(torch.randn(1, 96), packed, Q4_1 | PACKED, None)
-    with pytest.raises(RuntimeError, match="unsupported packed block type 8"):
+    with pytest.raises(RuntimeError, match="rows of 64"):  # Q8_0's packed blocks are wider
         k.qlinear(torch.randn(1, 64), packed, Q8_0 | PACKED, None)
+    with pytest.raises(RuntimeError, match="unsupported packed block type 12"):
+        k.qlinear(torch.randn(1, 64), packed, 12 | PACKED, None)
 
 
 @pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])

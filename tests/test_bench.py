@@ -38,6 +38,7 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert figures["kernels"] is kernels.supported()  # compiled where supported
     assert s["identical_tokens"] is True and s["agreeing_prefix"] == 12
     assert s["tokens_per_second"] > 0 and s["hf_tokens_per_second"] > 0 and s["ratio_vs_hf"] > 0
+    assert s["decode_tokens_per_second"] > 0  # after the first token: llama-bench's tgN's terms
     assert m["requests"] == 3 and m["max_tokens"] == [16, 24] and m["tokens"] == 16 + 20 + 24
     assert m["seconds"] > 0 and m["hf_seconds"] > 0 and m["ratio_vs_hf"] > 0
     # the 3 chat prompts share the template's system prompt: later ones copy it
@@ -81,7 +82,8 @@ def test_the_cli_prints_json_and_a_table(
     monkeypatch.setattr(bench, "run_bench", lambda *a, **k: figures)
     assert main(["bench", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    for key in ("tokens_per_second", "hf_tokens_per_second", "ratio_vs_hf", "identical_tokens"):
+    for key in ("tokens_per_second", "decode_tokens_per_second", "hf_tokens_per_second",
+                "ratio_vs_hf", "identical_tokens"):  # fmt: skip
         assert key in printed["single_stream"]
     for key in ("seconds", "hf_seconds", "ratio_vs_hf"):
         assert key in printed["mixed_batch"]

@@ -1,16 +1,19 @@
 """`gen bench --peers`' plumbing: the llama.cpp build's instruction sets (never AMX),
 finding the programs, reading llama-bench's JSON, and the figure when llama.cpp is not
-built. The real programs run in `make bench-peers` (a 10-20 minute build), not here."""
+built, and our ratios against its figures. The real programs run in `make bench-peers` (a
+10-20 minute build), not here."""
 
 from __future__ import annotations
 
 import json
 import stat
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from gen import bench_peers
+from gen import bench, bench_peers
 
 
 def test_the_build_takes_the_cpus_instruction_sets_but_never_amx() -> None:
@@ -70,3 +73,21 @@ def test_a_server_that_dies_at_start_is_an_error_with_its_output(tmp_path: Path)
         bench_peers.llama_server(folder, tmp_path / "m.gguf", threads=2, slots=2),
     ):
         pass
+
+
+def test_the_single_stream_ratio_is_decoding_against_tg(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-bench's tg256 runs no prompt: ours is compared after the first token."""
+
+    def peers(path: Path, threads: int, bodies: list[Any], progress: Any, tokens: int) -> Any:
+        assert tokens == 256 and len(bodies) == 2
+        return {"available": True, "tg256": 100.0, "server_mixed_seconds": 30.0}
+
+    monkeypatch.setattr(bench_peers, "run_peers", peers)
+    results = {
+        "single_stream": {"new_tokens": 256, "tokens_per_second": 90.0,
+                          "decode_tokens_per_second": 95.0},
+        "mixed_batch": {"seconds": 15.0},
+    }  # fmt: skip
+    loaded: Any = SimpleNamespace(name="smollm2-135m")
+    figures = bench.peer_figures(loaded, "smollm2-135m", results, [16, 256], lambda _: None)
+    assert (figures["single_ratio"], figures["mixed_ratio"]) == (0.95, 2.0)

@@ -267,7 +267,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"p) llama.cpp on the same GGUF: {tg} {p.get(tg)} tok/s, pp512 "
                 f"{p.get('pp512')} tok/s (llama-bench); the mixed batch on llama-server "
                 f"{p['server_mixed_seconds']} s. Ours against it: single stream "
-                f"{p['single_ratio']}x, mixed batch {p['mixed_ratio']}x, prompt "
+                f"{p['single_ratio']}x (decoding: {s['decode_tokens_per_second']} tok/s after "
+                f"the first token), mixed batch {p['mixed_ratio']}x, prompt "
                 f"{p.get('prefill_ratio')}x"
             )
     if "quality" in r:

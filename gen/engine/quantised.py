@@ -8,10 +8,10 @@ product equals, bit for bit, the float32 product over the dequantised matrix: th
 text as `dtype float32` on the same file, from a sixth (Q4) or a quarter (Q8_0) of the
 bytes read per token.
 
-Blocks are packed at load (`qpack`), eight rows side by side with float32 scales: the
-same weights, laid out so that a block costs the kernels less work and streams better
-(one decoding row: Q4_1 about a quarter less time, Q8_0 about a third); 24 bytes per
-row's block instead of 20 (Q4_1) or 18 (Q4_0), 36 instead of 34 (Q8_0).
+Blocks are packed at load (`qpack`), eight rows side by side: the same weights and
+about the same bytes (Q4_0 takes 20 per row's block instead of 18), laid out so that a
+block costs the kernels less work and streams better (one decoding row: Q4_1 about a
+quarter less time, Q8_0 about a third).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_packed_blocks_give_the_same_bits_as_the_blocks_in_place(
     rng = np.random.default_rng(K + N + kind)
     blocks, dense = blocks_of(rng.standard_normal((N, K), dtype=np.float32), kind)
     packed = k.qpack(blocks, kind, K)
-    assert packed.shape == (N // 8, K // 32 * (288 if kind == Q8_0 else 192))
+    assert packed.shape == (N // 8, K // 32 * (272 if kind == Q8_0 else 160))
     x = torch.randn(70, K)
     for b in (None, torch.randn(N)):
         want = k.linear(x, dense, b)
@@ -97,7 +97,7 @@ def test_quant_linear_packs_q4_rows_in_eights(k: ModuleType) -> None:
         assert layer.packed is packs, (kind, rows)
         weight, flagged, _ = layer.product()
         assert flagged == kind | (PACKED if packs else 0)
-        packed_bytes = 2 * (288 if kind == Q8_0 else 192)
+        packed_bytes = 2 * (272 if kind == Q8_0 else 160)
         assert weight.shape == ((rows // 8, packed_bytes) if packs else tuple(blocks.shape))
         x = torch.randn(3, 2, 64)
         assert torch.equal(layer(x), k.linear(x.reshape(6, 64), dense, None).view(3, 2, rows))

@@ -243,24 +243,23 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 // ---------------------------------------- packed blocks: eight rows side by side (at load)
 //
 // Decoding one row is bound by the work of turning blocks into floats, not by the bytes
-// read. Packed once at load, eight rows' blocks k sit together: their eight scales as
-// float32, for Q4 their eight minimums (Q4_1; zero for Q4_0), then each row's quants.
+// read. Packed once at load, eight rows' blocks k sit together: their eight float16
+// scales, for Q4 their eight minimums (Q4_1; zero for Q4_0), then each row's quants.
 // A Q4 row's 32 nibbles are laid out so that one widening load gives all four groups of
 // 8: 16-bit lane l holds weights l, 8 + l, 16 + l and 24 + l in bits 0, 4, 8 and 12. A
-// Q8_0 row's 32 bytes stay as they are. A block then costs a broadcast instead of a
-// float16 conversion per scale (and, for Q4, one widening instead of four), one row of x
-// meets eight rows of W with its block in registers, and the next blocks are fetched
+// Q8_0 row's 32 bytes stay as they are. A block then costs one conversion of eight
+// scales instead of one per row (and, for Q4, one widening instead of four), one row of
+// x meets eight rows of W with its block in registers, and the next blocks are fetched
 // early (a Q8_0 matrix streams from memory half again as fast). The weights are the same
-// numbers (a float16 scale is exact in float32), made by the same formulas and summed
-// in the same order: the same bits as the blocks in place. Per row's block: 24 bytes
-// instead of 20 (Q4_1) or 18 (Q4_0); 36 instead of 34 (Q8_0).
+// numbers, made by the same formulas and summed in the same order: the same bits as the
+// blocks in place, from as many bytes (Q4_0 takes 20 per row's block instead of 18).
 
 constexpr int kPacked = 0x100;  // flag on a block type: the blocks are packed
 constexpr int64_t kPackRows = 8;
 
 // one block of 8 rows: scales (and minimums), then quants
 template <int T>
-constexpr int64_t pack_scales() { return T == kQ8_0 ? 4 * kPackRows : 2 * 4 * kPackRows; }
+constexpr int64_t pack_scales() { return T == kQ8_0 ? 2 * kPackRows : 2 * 2 * kPackRows; }
 template <int T>
 constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }
 template <int T>
@@ -297,10 +296,17 @@ inline __m256 unpack8(const Quants<T>& v, int g, __m256 d, __m256 m) {
   }
 }
 
-// row j's scale and minimum (zero where the type has none) of a packed block
+// a packed block's eight scales (and eight minimums) as float32, into s
 template <int T>
-inline void scales_of(const uint8_t* p, int j, __m256& d, __m256& m) {
-  const float* s = reinterpret_cast<const float*>(p);
+inline void scales_to(const uint8_t* p, float* s) {
+  _mm256_store_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  if constexpr (T != kQ8_0)
+    _mm256_store_ps(s + kPackRows, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
+}
+
+// row j's scale and minimum (zero where the type has none), from scales_to's s
+template <int T>
+inline void scales_of(const float* s, int j, __m256& d, __m256& m) {
   d = _mm256_broadcast_ss(s + j);
   m = T == kQ8_0 ? _mm256_setzero_ps() : _mm256_broadcast_ss(s + kPackRows + j);
 }
@@ -320,9 +326,11 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
     __m256 xv[MB][4];
     for (int i = 0; i < MB; ++i)
       for (int g = 0; g < 4; ++g) xv[i][g] = _mm256_loadu_ps(x + i * ldx + k + 8 * g);
+    alignas(32) float sc[2 * kPackRows];
+    scales_to<T>(p, sc);
     for (int j = 0; j < JB; ++j) {
       __m256 d, m;
-      scales_of<T>(p, j0 + j, d, m);
+      scales_of<T>(sc, j0 + j, d, m);
       const Quants<T> v = quants<T>(p, j0 + j);
       for (int g = 0; g < 4; ++g) {
         const __m256 wv = unpack8<T>(v, g, d, m);
@@ -358,9 +366,11 @@ void unpack_groups(const uint8_t* w, int64_t group_bytes, int64_t K, int64_t g0,
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t k = 0; k < K; k += kBlock) {
       const uint8_t* p = w + g * group_bytes + k / kBlock * pack_bytes<T>();
+      alignas(32) float sc[2 * kPackRows];
+      scales_to<T>(p, sc);
       for (int j = 0; j < kPackRows; ++j) {
         __m256 d, m;
-        scales_of<T>(p, j, d, m);
+        scales_of<T>(sc, j, d, m);
         const Quants<T> v = quants<T>(p, j);
         float* row = out + ((g - g0) * kPackRows + j) * K + k;
         for (int q = 0; q < 4; ++q) _mm256_storeu_ps(row + 8 * q, unpack8<T>(v, q, d, m));
@@ -782,16 +792,16 @@ at::Tensor qpack(const at::Tensor& w, int64_t type, int64_t K) {
     for (int64_t g = g0; g < g1; ++g)
       for (int64_t b = 0; b < blocks; ++b) {
         uint8_t* p = op + (g * blocks + b) * pb;
-        float* s = reinterpret_cast<float*>(p);
-        uint8_t* q = p + scales * 4 * kPackRows;
+        uint8_t* q = p + scales * 2 * kPackRows;
         for (int64_t j = 0; j < kPackRows; ++j, q += quants) {
           const uint8_t* blk = wp + (g * kPackRows + j) * row_bytes + b * bb;
-          s[j] = half(blk);
+          std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
           if (type == kQ8_0) {
             std::memcpy(q, blk + 2, 32);
             continue;
           }
-          s[kPackRows + j] = type == kQ4_1 ? half(blk + 2) : 0.0f;
+          const uint16_t none = 0;  // Q4_0 has no minimum: +0.0
+          std::memcpy(p + 2 * (kPackRows + j), type == kQ4_1 ? blk + 2 : reinterpret_cast<const uint8_t*>(&none), 2);
           const uint8_t* qs = blk + (type == kQ4_1 ? 4 : 2);
           for (int l = 0; l < 8; ++l) {
             const uint16_t lane = (qs[l] & 0x0F) | (qs[8 + l] & 0x0F) << 4 | (qs[l] >> 4) << 8 | (qs[8 + l] >> 4) << 12;

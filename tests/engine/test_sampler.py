@@ -132,7 +132,9 @@ def test_greedy_rows_with_nan_inf_or_nothing_left_pick_as_the_finite_row_does() 
             [0.1, 0.2, 0.9, 0.3, 0.0],  # ordinary
         ]
     )
-    params = [SamplingParams(temperature=0)] * 3  # (a banned id: not the plain argmax path)
+    params = [SamplingParams(temperature=0)] * 3
     assert sample(rows, params, [None] * 3, [None] * 3, [(4,)] * 3) == [2, 1, 2]
+    assert sample(rows, params, [None] * 3, [None] * 3, [()] * 3) == [2, 1, 2]  # none banned
+    assert sample(rows, params, [None] * 3, [None] * 3, [(2,)] * 3) == [3, 1, 3]  # the best
     everything = sample(rows[2:].clone(), params[:1], [None], [None], [(0, 1, 2, 3, 4)])
     assert everything == [2]  # nothing allowed left: the model's own best

@@ -135,6 +135,7 @@ def run_bench(
     constraint_runs: int = 2,
     peers: bool = False,
     prefill_tokens: int = 512,
+    single_runs: int = 5,
 ) -> dict[str, Any]:
     """Our engine (run as `config` says, in its dtype) against Hugging Face in float32, on
     the same weights; with `served`, the mixed batch again through a `gen serve` the bench
@@ -155,26 +156,34 @@ def run_bench(
     engine.generate([p0], SamplingParams(max_tokens=8, temperature=0))
     hf.generate([p0], 8)
 
-    # a) one sequence, greedy, single_tokens new tokens (its prompt's KV not kept from the
-    # warm-up: time to first token is a whole prefill)
-    engine.runner.prefixes.clear()
-    progress(f"single stream: {single_tokens} tokens, ours")
+    # a) one sequence, greedy, single_tokens new tokens, single_runs times (llama-bench
+    # reports the mean of 5; so do we), its prompt's KV never kept from the run before:
+    # time to first token is a whole prefill
+    progress(f"single stream: {single_tokens} tokens x {single_runs}, ours")
     params = SamplingParams(max_tokens=single_tokens, min_tokens=single_tokens, temperature=0)
     first_token: list[float] = []
-    start = time.perf_counter()
+    totals: list[float] = []
     ours_ids: list[int] = []
-    for out in engine.stream(p0, params):
-        if not first_token:
-            first_token.append(time.perf_counter() - start)
-        ours_ids += out.token_ids
-    ours_s = time.perf_counter() - start
+    for run in range(single_runs):
+        engine.runner.prefixes.clear()
+        ids: list[int] = []
+        start = time.perf_counter()
+        for out in engine.stream(p0, params):
+            if len(first_token) == run:
+                first_token.append(time.perf_counter() - start)
+            ids += out.token_ids
+        totals.append(time.perf_counter() - start)
+        ours_ids = ours_ids or ids
+    ours_s = sum(totals) / len(totals)
+    decode = [(single_tokens - 1) / (t - f) for t, f in zip(totals, first_token, strict=True)]
     progress(f"single stream: {single_tokens} tokens, Hugging Face")
     hf_ids, hf_s = timed(lambda: hf.generate([p0], single_tokens)[0])
     results["single_stream"] = {
         "new_tokens": single_tokens,
-        "tokens_per_second": round(single_tokens / ours_s, 2),
+        "runs": single_runs,
+        "tokens_per_second": round(sum(single_tokens / t for t in totals) / len(totals), 2),
         # after the first token (the prompt's forward): decoding alone, as llama-bench's tgN
-        "decode_tokens_per_second": round((single_tokens - 1) / (ours_s - first_token[0]), 2),
+        "decode_tokens_per_second": round(sum(decode) / len(decode), 2),
         "hf_tokens_per_second": round(single_tokens / hf_s, 2),
         "ratio_vs_hf": round(hf_s / ours_s, 2),
         "identical_tokens": ours_ids == hf_ids,

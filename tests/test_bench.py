@@ -29,6 +29,7 @@ def figures() -> dict[str, Any]:
         constraint_tokens=6,
         constraint_runs=1,
         prefill_tokens=48,
+        single_runs=2,
     )
 
 
@@ -39,6 +40,7 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert s["identical_tokens"] is True and s["agreeing_prefix"] == 12
     assert s["tokens_per_second"] > 0 and s["hf_tokens_per_second"] > 0 and s["ratio_vs_hf"] > 0
     assert s["decode_tokens_per_second"] > 0  # after the first token: llama-bench's tgN's terms
+    assert s["runs"] == 2  # the single stream's figures are means over its runs
     assert m["requests"] == 3 and m["max_tokens"] == [16, 24] and m["tokens"] == 16 + 20 + 24
     assert m["seconds"] > 0 and m["hf_seconds"] > 0 and m["ratio_vs_hf"] > 0
     # the 3 chat prompts share the template's system prompt: later ones copy it

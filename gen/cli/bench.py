@@ -182,7 +182,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = [
         ("what", "gen", "baseline", "ratio"),
         (
-            f"a) 1 sequence, {s['new_tokens']} tokens (tok/s)",
+            f"a) 1 sequence, {s['new_tokens']} tokens (tok/s, mean of {s.get('runs', 1)})",
             f"{s['tokens_per_second']}",
             f"{s['hf_tokens_per_second']} (HF)",
             f"{s['ratio_vs_hf']}x",

@@ -81,9 +81,10 @@ def test_packed_blocks_give_the_same_bits_as_the_blocks_in_place(
     for b in (None, torch.randn(N)):
         want = k.linear(x, dense, b)
         assert torch.equal(k.qlinear(x, packed, kind | PACKED, b), want)
-        # one row of x against eight rows of W, two against four, more against two, and
-        # a float32 slab beyond four: a row's bits never depend on its batch
-        for m in (1, 2, 3, 4, 5, 17):
+        # one row of x against eight rows of W, two against four, three or four against
+        # two, five to eight against one, and a float32 slab beyond eight: a row's bits
+        # never depend on its batch
+        for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 17):
             assert torch.equal(k.qlinear(x[:m], packed, kind | PACKED, b), want[:m])
             assert torch.equal(k.qlinear(x[70 - m :], packed, kind | PACKED, b), want[70 - m :])
 

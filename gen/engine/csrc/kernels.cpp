@@ -323,8 +323,10 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
   for (int64_t k = 0; k < K; k += kBlock, p += bb) {
     for (int64_t line = 0; line < bb; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(p + 4 * bb + line), _MM_HINT_T0);
-    __m256 xv[MB][4];
-    for (int i = 0; i < MB; ++i)
+    // x's block in registers for up to two rows; more are read from L1 as they are used
+    constexpr int XR = MB <= 2 ? MB : 1;
+    __m256 xv[XR][4];
+    for (int i = 0; i < XR; ++i)
       for (int g = 0; g < 4; ++g) xv[i][g] = _mm256_loadu_ps(x + i * ldx + k + 8 * g);
     alignas(32) float sc[2 * kPackRows];
     scales_to<T>(p, sc);
@@ -334,7 +336,10 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
       const Quants<T> v = quants<T>(p, j0 + j);
       for (int g = 0; g < 4; ++g) {
         const __m256 wv = unpack8<T>(v, g, d, m);
-        for (int i = 0; i < MB; ++i) acc[i][j] = _mm256_fmadd_ps(xv[i][g], wv, acc[i][j]);
+        for (int i = 0; i < MB; ++i) {
+          const __m256 xi = MB <= 2 ? xv[i < XR ? i : 0][g] : _mm256_loadu_ps(x + i * ldx + k + 8 * g);
+          acc[i][j] = _mm256_fmadd_ps(xi, wv, acc[i][j]);
+        }
       }
     }
   }
@@ -353,7 +358,7 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
 template <int T, int MB>
 void pdot_groups(const float* x, int64_t K, const uint8_t* w, int64_t group_bytes,
                  const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
-  constexpr int JB = MB == 1 ? 8 : (MB == 2 ? 4 : 2);
+  constexpr int JB = MB == 1 ? 8 : (MB == 2 ? 4 : (MB <= 4 ? 2 : 1));
   for (int64_t g = g0; g < g1; ++g)
     for (int j0 = 0; j0 < kPackRows; j0 += JB)
       pdot_block<T, MB, JB>(x, K, w + g * group_bytes, K, j0, y + g * kPackRows, N,
@@ -378,16 +383,30 @@ void unpack_groups(const uint8_t* w, int64_t group_bytes, int64_t K, int64_t g0,
     }
 }
 
+// M (at most 8) rows of x against packed groups [g0, g1)
+template <int T>
+void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
+               const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
+  switch (M) {
+    case 8: pdot_groups<T, 8>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 7: pdot_groups<T, 7>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 6: pdot_groups<T, 6>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 5: pdot_groups<T, 5>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 4: pdot_groups<T, 4>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 3: pdot_groups<T, 3>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 2: pdot_groups<T, 2>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    default: pdot_groups<T, 1>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+  }
+}
+
 template <int T>
 void plinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
                    const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
-  if (M <= 4) {
-    switch (M) {
-      case 4: pdot_groups<T, 4>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-      case 3: pdot_groups<T, 3>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-      case 2: pdot_groups<T, 2>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-      default: pdot_groups<T, 1>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    }
+  if (M <= 8) {
+    // decoding: the blocks unpacked in registers for all M rows at once (up to 8 rows of x
+    // this beats the float32 slab below: 5 rows 11.0 ms against 16.3 for the bundled
+    // model's layers on 2 cores, 8 rows 16.5 against 17.9; from 16 the slab wins)
+    pdot_rows<T>(x, M, K, w, group_bytes, bias, y, N, g0, g1);
     return;
   }
   // as qlinear_range: a slab of float32 rows in L2 through the float32 kernel

@@ -14,5 +14,6 @@ def spaced_letter(ch: str) -> bool:
 
 
 def spaced_script(text: str) -> bool:
-    """Every character of text is of a script that spaces its words (or not a letter)."""
+    """Every character of text lies below SPACED_SCRIPTS_END (a letter, digit, space or
+    mark of a script that spaces its words): no CJK, Thai or other character."""
     return all(ord(ch) < SPACED_SCRIPTS_END for ch in text)

@@ -128,7 +128,7 @@ enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8 };  // ggml's type numbers
 
 constexpr int64_t kBlock = 32;
 
-inline int64_t block_bytes(int t) { return t == kQ4_0 ? 18 : (t == kQ4_1 ? 20 : 34); }
+constexpr int64_t block_bytes(int t) { return t == kQ4_0 ? 18 : (t == kQ4_1 ? 20 : 34); }
 
 inline float half(const uint8_t* p) {
   uint16_t h;
@@ -161,7 +161,7 @@ inline __m256 dequant8(const uint8_t* b, int g, __m256 d, __m256 m) {
 template <int T, int MB, int NB>
 inline void qdot_block(const float* x, int64_t ldx, const uint8_t* w, int64_t row_bytes,
                        int64_t K, float* y, int64_t ldy, const float* bias) {
-  constexpr int64_t bb = T == kQ4_0 ? 18 : (T == kQ4_1 ? 20 : 34);
+  constexpr int64_t bb = block_bytes(T);
   __m256 acc[MB][NB];
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
@@ -206,7 +206,7 @@ void qdot_rows(const float* x, int64_t K, const uint8_t* w, int64_t row_bytes,
 // rows [n0, n1) of W, written out as float32 (row-major, K per row)
 template <int T>
 void dequant_rows(const uint8_t* w, int64_t row_bytes, int64_t K, int64_t n0, int64_t n1, float* out) {
-  constexpr int64_t bb = T == kQ4_0 ? 18 : (T == kQ4_1 ? 20 : 34);
+  constexpr int64_t bb = block_bytes(T);
   for (int64_t n = n0; n < n1; ++n)
     for (int64_t k = 0, o = 0; k < K; k += kBlock, o += bb) {
       const uint8_t* b = w + n * row_bytes + o;
@@ -324,10 +324,10 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
     for (int64_t line = 0; line < bb; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(p + 4 * bb + line), _MM_HINT_T0);
     // x's block in registers for up to two rows; more are read from L1 as they are used
-    constexpr int XR = MB <= 2 ? MB : 1;
-    __m256 xv[XR][4];
-    for (int i = 0; i < XR; ++i)
-      for (int g = 0; g < 4; ++g) xv[i][g] = _mm256_loadu_ps(x + i * ldx + k + 8 * g);
+    __m256 xv[MB <= 2 ? MB : 1][4];
+    if constexpr (MB <= 2)
+      for (int i = 0; i < MB; ++i)
+        for (int g = 0; g < 4; ++g) xv[i][g] = _mm256_loadu_ps(x + i * ldx + k + 8 * g);
     alignas(32) float sc[2 * kPackRows];
     scales_to<T>(p, sc);
     for (int j = 0; j < JB; ++j) {
@@ -337,7 +337,9 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
       for (int g = 0; g < 4; ++g) {
         const __m256 wv = unpack8<T>(v, g, d, m);
         for (int i = 0; i < MB; ++i) {
-          const __m256 xi = MB <= 2 ? xv[i < XR ? i : 0][g] : _mm256_loadu_ps(x + i * ldx + k + 8 * g);
+          __m256 xi;
+          if constexpr (MB <= 2) xi = xv[i][g];
+          else xi = _mm256_loadu_ps(x + i * ldx + k + 8 * g);
           acc[i][j] = _mm256_fmadd_ps(xi, wv, acc[i][j]);
         }
       }
@@ -379,6 +381,33 @@ void unpack_groups(const uint8_t* w, int64_t group_bytes, int64_t K, int64_t g0,
         const Quants<T> v = quants<T>(p, j);
         float* row = out + ((g - g0) * kPackRows + j) * K + k;
         for (int q = 0; q < 4; ++q) _mm256_storeu_ps(row + 8 * q, unpack8<T>(v, q, d, m));
+      }
+    }
+}
+
+// groups [g0, g1) of blocks w (N, blocks per row) packed into out, in the layout that
+// scales_to and quants read
+template <int T>
+void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t g0, int64_t g1, uint8_t* out) {
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* p = out + (g * blocks + b) * pack_bytes<T>();
+      for (int64_t j = 0; j < kPackRows; ++j) {
+        const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + b * block_bytes(T);
+        uint8_t* q = p + pack_scales<T>() + pack_quants<T>() * j;
+        std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
+        if constexpr (T == kQ8_0) {
+          std::memcpy(q, blk + 2, 32);
+        } else {
+          uint16_t minimum = 0;  // Q4_0 has none: +0.0
+          if constexpr (T == kQ4_1) std::memcpy(&minimum, blk + 2, 2);
+          std::memcpy(p + 2 * (kPackRows + j), &minimum, 2);
+          const uint8_t* qs = blk + (T == kQ4_1 ? 4 : 2);
+          for (int l = 0; l < 8; ++l) {
+            const uint16_t lane = (qs[l] & 0x0F) | (qs[8 + l] & 0x0F) << 4 | (qs[l] >> 4) << 8 | (qs[8 + l] >> 4) << 12;
+            std::memcpy(q + 2 * l, &lane, 2);
+          }
+        }
       }
     }
 }
@@ -801,33 +830,17 @@ at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
 // for plinear: (N / 8, K / 32 * packed block bytes)
 at::Tensor qpack(const at::Tensor& w, int64_t type, int64_t K) {
   check_blocks(w, type, K);
-  const int64_t N = w.size(0), blocks = K / kBlock, bb = block_bytes(type), row_bytes = w.size(1);
-  const int64_t pb = pack_bytes(type), scales = type == kQ8_0 ? 1 : 2, quants = type == kQ8_0 ? 32 : 16;
+  const int64_t N = w.size(0), blocks = K / kBlock, row_bytes = w.size(1);
   TORCH_CHECK(N % kPackRows == 0, "packing takes rows in eights, got ", N);
-  at::Tensor out = at::empty({N / kPackRows, blocks * pb}, w.options());
+  at::Tensor out = at::empty({N / kPackRows, blocks * pack_bytes(type)}, w.options());
   const uint8_t* wp = w.data_ptr<uint8_t>();
   uint8_t* op = out.data_ptr<uint8_t>();
   at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g)
-      for (int64_t b = 0; b < blocks; ++b) {
-        uint8_t* p = op + (g * blocks + b) * pb;
-        uint8_t* q = p + scales * 2 * kPackRows;
-        for (int64_t j = 0; j < kPackRows; ++j, q += quants) {
-          const uint8_t* blk = wp + (g * kPackRows + j) * row_bytes + b * bb;
-          std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
-          if (type == kQ8_0) {
-            std::memcpy(q, blk + 2, 32);
-            continue;
-          }
-          const uint16_t none = 0;  // Q4_0 has no minimum: +0.0
-          std::memcpy(p + 2 * (kPackRows + j), type == kQ4_1 ? blk + 2 : reinterpret_cast<const uint8_t*>(&none), 2);
-          const uint8_t* qs = blk + (type == kQ4_1 ? 4 : 2);
-          for (int l = 0; l < 8; ++l) {
-            const uint16_t lane = (qs[l] & 0x0F) | (qs[8 + l] & 0x0F) << 4 | (qs[l] >> 4) << 8 | (qs[8 + l] >> 4) << 12;
-            std::memcpy(q + 2 * l, &lane, 2);
-          }
-        }
-      }
+    switch (type) {
+      case kQ4_0: pack_groups<kQ4_0>(wp, row_bytes, blocks, g0, g1, op); break;
+      case kQ4_1: pack_groups<kQ4_1>(wp, row_bytes, blocks, g0, g1, op); break;
+      default: pack_groups<kQ8_0>(wp, row_bytes, blocks, g0, g1, op); break;
+    }
   });
   return out;
 }

@@ -2,16 +2,18 @@
 
 The weights stay as the file stores them, blocks of 32 with a float16 scale (Q4_0, Q8_0)
 or a scale and a minimum (Q4_1), and the compiled kernels (gen.engine.kernels `qlinear`,
-`qrows`) turn each block into float32 weights in registers by gguf-py's own formulas.
-Activations stay float32 and each output is summed in the float32 kernel's order, so a
-product equals, bit for bit, the float32 product over the dequantised matrix: the same
-text as `dtype float32` on the same file, from a sixth (Q4) or a quarter (Q8_0) of the
-bytes read per token.
+`qrows`) read them in place; activations stay float32.
 
-Blocks are packed at load (`qpack`), eight rows side by side: the same weights and
-about the same bytes (Q4_0 takes 20 per row's block instead of 18), laid out so that a
-block costs the kernels less work and streams better (one decoding row: Q4_1 about a
-quarter less time, Q8_0 about a third).
+Blocks are packed at load (`qpack`), eight rows side by side, from about the bytes the
+file holds:
+- Q8_0: each weight made by gguf-py's formula and summed in the float32 kernel's order,
+  so a product equals, bit for bit, the float32 product over the dequantised matrix;
+- Q4_0 and Q4_1: rows in lanes, each block's sum factored as gguf-py's formula allows
+  (d * sum x q + m * sum x), so a weight is never made: a third less work per weight,
+  and one fixed order for every output whatever its batch. The last bits differ from the
+  float32 product's (the bundled model's greedy tokens and perplexity do not: tests).
+Rows whose count is not a multiple of 8 stay as the file has them, dequantised in
+registers, bit for bit the float32 product.
 """
 
 from __future__ import annotations

@@ -68,40 +68,102 @@ def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
         assert torch.equal(k.qlinear(x[70 - m :], blocks, kind, b), full[70 - m :])
 
 
+PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q8_0: 272}  # a packed block of eight rows
+
+
+def f32(v: np.ndarray) -> np.ndarray:
+    return v.astype(np.float32)
+
+
+def factored_reference(
+    x: np.ndarray, raw: np.ndarray, kind: int, bias: np.ndarray | None
+) -> np.ndarray:
+    """x @ W^T (+ bias) for Q4 blocks `raw`, in the packed kernel's order, written out in
+    numpy: per block lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31,
+    each a chain of fused multiply-adds from 0, then acc = fma(d, lo + hi, acc) and
+    acc = fma(m, the block's sum of x, acc) (Q4_0: m = -8 d), then + bias. A fused
+    multiply-add is emulated in float64 (exact products of a float32 and a quant or a
+    float16 scale), rounded once to float32."""
+    n, k = raw.shape[0], x.shape[1]
+    blocks = raw.reshape(n, k // 32, -1)
+    d = blocks[:, :, :2].copy().view(np.float16)[..., 0].astype(np.float64)
+    if kind == Q4_1:
+        m = blocks[:, :, 2:4].copy().view(np.float16)[..., 0].astype(np.float64)
+        qs = blocks[:, :, 4:]
+    else:
+        m, qs = -8 * d, blocks[:, :, 2:]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=2).astype(np.float64)  # (n, blocks, 32)
+    x64 = x.astype(np.float64)
+    acc = np.zeros((x.shape[0], n), dtype=np.float32)
+    for b in range(k // 32):
+        xb = x[:, 32 * b : 32 * b + 32]
+        lanes = f32(f32(xb[:, 0:8] + xb[:, 8:16]) + f32(xb[:, 16:24] + xb[:, 24:32]))
+        t = f32(lanes[:, :4] + lanes[:, 4:])  # fold(): (t0 + t2) + (t1 + t3)
+        sx = f32(f32(t[:, 0] + t[:, 2]) + f32(t[:, 1] + t[:, 3])).astype(np.float64)
+        halves = []
+        for start in (0, 16):
+            chain = np.zeros_like(acc)
+            for j in range(start, start + 16):
+                chain = f32(x64[:, 32 * b + j, None] * q[None, :, b, j] + chain)
+            halves.append(chain)
+        both = f32(halves[0] + halves[1]).astype(np.float64)
+        acc = f32(d[None, :, b] * both + acc)
+        acc = f32(m[None, :, b] * sx[:, None] + acc)
+    return acc if bias is None else f32(acc + bias)
+
+
 @pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
 @pytest.mark.parametrize(("K", "N"), [(32, 8), (576, 200), (1536, 48)])
-def test_packed_blocks_give_the_same_bits_as_the_blocks_in_place(
+def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
     k: ModuleType, kind: int, K: int, N: int
 ) -> None:
+    """Q8_0 packed: the same bits as the float32 kernel over the dequantised matrix. Q4
+    packed: the factored sums, bit for bit as factored_reference writes them out, and
+    within float32 rounding of the exact product."""
     rng = np.random.default_rng(K + N + kind)
-    blocks, dense = blocks_of(rng.standard_normal((N, K), dtype=np.float32), kind)
+    raw = quantize(rng.standard_normal((N, K), dtype=np.float32), TYPES[kind])
+    blocks, dense = (
+        torch.from_numpy(raw),
+        torch.from_numpy(dequantize(raw, TYPES[kind]).astype(np.float32)),
+    )
     packed = k.qpack(blocks, kind, K)
-    assert packed.shape == (N // 8, K // 32 * (272 if kind == Q8_0 else 160))
-    x = torch.randn(70, K)
+    assert packed.shape == (N // 8, K // 32 * PACKED_BYTES[kind])
+    x = torch.randn(70, K) * torch.rand(70, 1) * 4  # rows of different scales
     for b in (None, torch.randn(N)):
-        want = k.linear(x, dense, b)
-        assert torch.equal(k.qlinear(x, packed, kind | PACKED, b), want)
-        # one row of x against eight rows of W, two against four, three or four against
-        # two, five to eight against one, and a float32 slab beyond eight: a row's bits
-        # never depend on its batch
+        full = k.qlinear(x, packed, kind | PACKED, b)
+        if kind == Q8_0:
+            assert torch.equal(full, k.linear(x, dense, b))
+        else:
+            want = factored_reference(x.numpy(), raw, kind, None if b is None else b.numpy())
+            assert np.array_equal(full.numpy(), want)
+        exact = x.double() @ dense.double().T + (b.double() if b is not None else 0)
+        torch.testing.assert_close(full.double(), exact, rtol=1e-5, atol=2e-6 * K)
+        # decoding rows (1 to 8), four-row tiles and their rest, a slab beyond eight for
+        # Q8_0: a row's bits never depend on its batch
         for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 17):
-            assert torch.equal(k.qlinear(x[:m], packed, kind | PACKED, b), want[:m])
-            assert torch.equal(k.qlinear(x[70 - m :], packed, kind | PACKED, b), want[70 - m :])
+            assert torch.equal(k.qlinear(x[:m], packed, kind | PACKED, b), full[:m])
+            assert torch.equal(k.qlinear(x[70 - m :], packed, kind | PACKED, b), full[70 - m :])
 
 
-def test_quant_linear_packs_q4_rows_in_eights(k: ModuleType) -> None:
+def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
     rng = np.random.default_rng(5)
     cases = ((Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False))
     for kind, rows, packs in cases:
-        blocks, dense = blocks_of(rng.standard_normal((rows, 64), dtype=np.float32), kind)
+        raw = quantize(rng.standard_normal((rows, 64), dtype=np.float32), TYPES[kind])
+        blocks, dense = torch.from_numpy(raw), torch.from_numpy(dequantize(raw, TYPES[kind]))
         layer = QuantLinear(blocks, kind, 64, k)
         assert layer.packed is packs, (kind, rows)
         weight, flagged, _ = layer.product()
         assert flagged == kind | (PACKED if packs else 0)
-        packed_bytes = 2 * (272 if kind == Q8_0 else 160)
-        assert weight.shape == ((rows // 8, packed_bytes) if packs else tuple(blocks.shape))
+        assert weight.shape == (
+            (rows // 8, 2 * PACKED_BYTES[kind]) if packs else tuple(blocks.shape)
+        )
         x = torch.randn(3, 2, 64)
-        assert torch.equal(layer(x), k.linear(x.reshape(6, 64), dense, None).view(3, 2, rows))
+        if packs and kind != Q8_0:
+            want = torch.from_numpy(factored_reference(x.reshape(6, 64).numpy(), raw, kind, None))
+        else:  # Q8_0 packed, and any blocks in place: the float32 kernel's bits
+            want = k.linear(x.reshape(6, 64), dense.float(), None)
+        assert torch.equal(layer(x), want.view(3, 2, rows))
 
 
 def test_bad_packing_is_refused(k: ModuleType) -> None:
@@ -113,6 +175,8 @@ def test_bad_packing_is_refused(k: ModuleType) -> None:
     packed = k.qpack(blocks[:8], Q4_1, 64)
     with pytest.raises(RuntimeError, match="rows of 96"):
         k.qlinear(torch.randn(1, 96), packed, Q4_1 | PACKED, None)
+    with pytest.raises(RuntimeError, match="rows of 64"):  # Q4_0's packed blocks are narrower
+        k.qlinear(torch.randn(1, 64), packed, Q4_0 | PACKED, None)
     with pytest.raises(RuntimeError, match="rows of 64"):  # Q8_0's packed blocks are wider
         k.qlinear(torch.randn(1, 64), packed, Q8_0 | PACKED, None)
     with pytest.raises(RuntimeError, match="unsupported packed block type 12"):
@@ -250,8 +314,8 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     cfg = reference.cfg
     assert counts["float32"] == cfg.num_layers * cfg.intermediate_size * cfg.hidden_size
     assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
-    packed_linears.pack_linears(reference, kernels=k)  # both through the kernels:
-    reference.use_kernels(k)  # the same order of sums
+    packed_linears.pack_linears(reference, kernels=k)  # both through the kernels
+    reference.use_kernels(k)
 
     ids = tok.encode("你好，世界 สวัสดี 🎉 and some English")
     n = len(ids)
@@ -262,11 +326,12 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
         cache.reserve(1, 64)
         return m(torch.tensor([ids]), torch.arange(n)[None], torch.tensor([0]), cache, True)
 
-    assert torch.equal(logits(model), logits(reference))  # bit for bit, every position
-    params = SamplingParams(max_tokens=24, temperature=0, ignore_eos=True)
-    got = Engine(model, tok, max_slots=2).generate([ids], params)[0].token_ids
-    want = Engine(reference, tok, max_slots=2).generate([ids], params)[0].token_ids
-    assert got == want
+    # the Q4 products sum in their own order (factored blocks), so not bit for bit: within
+    # float32 rounding at every position, where a tensor put in the wrong place, a row
+    # permute left in or a scale misread would be off by whole units
+    ours, theirs = logits(model), logits(reference)
+    assert ours.shape == theirs.shape
+    torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
 
 
 def test_a_file_missing_a_tensor_is_named(k: ModuleType, tmp_path: Path) -> None:
@@ -294,8 +359,9 @@ def bundled_gguf(k: ModuleType) -> object:
 def test_the_bundled_model_in_its_own_blocks_writes_the_float32_text(
     bundled_gguf: object, real_model: object
 ) -> None:
-    """The same weights, read from Q4_1 and Q8_0 blocks: the same logits bit for bit and
-    the same greedy tokens, Chinese, Thai and emoji prompts included."""
+    """The same weights, read from Q4_1 and Q8_0 blocks (the Q4_1 products summed in
+    their own order): the same greedy tokens on the bench prompts, Chinese, Thai and
+    emoji prompts included, and the same perplexity to 0.01%."""
     from gen.bench import PERPLEXITY_TEXTS, encode_chat, perplexity, prompts
 
     loaded, reference = bundled_gguf, real_model
@@ -315,9 +381,10 @@ def test_the_bundled_model_in_its_own_blocks_writes_the_float32_text(
     for a, b in zip(ours, theirs, strict=True):
         assert a.token_ids == b.token_ids
         assert a.text == b.text
-    # `gen bench --dtype gguf`'s perplexity against float32 (a prompt's forward): equal
+    # `gen bench --dtype gguf`'s perplexity against float32 (a prompt's forward)
     for text in PERPLEXITY_TEXTS.values():
-        assert perplexity(loaded, text) == perplexity(reference, text)  # type: ignore[arg-type]
+        ours, theirs = perplexity(loaded, text), perplexity(reference, text)  # type: ignore[arg-type]
+        assert abs(ours / theirs - 1) < 1e-4, (ours, theirs)
 
 
 def test_dtype_gguf_falls_back_to_float32_without_kernels(

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -243,99 +244,77 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 // ---------------------------------------- packed blocks: eight rows side by side (at load)
 //
 // Decoding one row is bound by the work of turning blocks into floats, not by the bytes
-// read. Packed once at load, eight rows' blocks k sit together: their eight float16
-// scales, for Q4 their eight minimums (Q4_1; zero for Q4_0), then each row's quants.
-// A Q4 row's 32 nibbles are laid out so that one widening load gives all four groups of
-// 8: 16-bit lane l holds weights l, 8 + l, 16 + l and 24 + l in bits 0, 4, 8 and 12. A
-// Q8_0 row's 32 bytes stay as they are. A block then costs one conversion of eight
-// scales instead of one per row (and, for Q4, one widening instead of four), one row of
-// x meets eight rows of W with its block in registers, and the next blocks are fetched
-// early (a Q8_0 matrix streams from memory half again as fast). The weights are the same
-// numbers, made by the same formulas and summed in the same order: the same bits as the
-// blocks in place, from as many bytes (Q4_0 takes 20 per row's block instead of 18).
+// read. Packed once at load, eight rows' blocks k sit together, in two layouts.
+//
+// Q8_0: the eight float16 scales, then each row's 32 bytes as they are. A block costs one
+// conversion of eight scales instead of one per row, one row of x meets eight rows of W
+// with its block in registers, and the next blocks are fetched early (the matrix streams
+// from memory half again as fast). The weights are made by dequant8's formula and summed
+// in dot_block's order: the same bits as the float32 kernel over the dequantised matrix.
+//
+// Q4_0 and Q4_1: rows in lanes. The eight float16 scales, (Q4_1) the eight minimums, then
+// sixteen times eight bytes: byte r of the kk-th eight is row r's byte kk of the block,
+// GGUF's own byte (weight kk in its low nibble, weight 16 + kk in its high one). One
+// widening load and two conversions give weights kk and 16 + kk of all eight rows, and
+// each meets one element of x, broadcast. A block's sum is factored as gguf-py's formula
+// allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k + m sum_k x_k (Q4_0: m = -8 d), so the
+// quants are used as the small integers they are and no weight is ever made: per eight
+// weights one conversion and one fused multiply-add, not one and two, and no horizontal
+// sums. Every output is summed in one order, whatever its batch (fdot_block):
+//   lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31, each a chain of
+//   fused multiply-adds from 0; then acc = fma(d, lo + hi, acc), acc = fma(m, sx, acc),
+//   block after block from acc = 0 (sx: the block's sum of x, block_sums); then + bias.
+// The arithmetic is not the float32 kernel's (a block's terms are grouped differently),
+// so the last bits of a product differ from it; the weights are the same numbers.
 
 constexpr int kPacked = 0x100;  // flag on a block type: the blocks are packed
 constexpr int64_t kPackRows = 8;
 
-// one block of 8 rows: scales (and minimums), then quants
+// one block of 8 rows: scales (and, for Q4_1, minimums), then quants
 template <int T>
-constexpr int64_t pack_scales() { return T == kQ8_0 ? 2 * kPackRows : 2 * 2 * kPackRows; }
+constexpr int64_t pack_scales() { return T == kQ4_1 ? 2 * 2 * kPackRows : 2 * kPackRows; }
 template <int T>
-constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }
+constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }  // per row
 template <int T>
 constexpr int64_t pack_bytes() { return pack_scales<T>() + pack_quants<T>() * kPackRows; }
-inline int64_t pack_bytes(int t) { return t == kQ8_0 ? pack_bytes<kQ8_0>() : pack_bytes<kQ4_1>(); }
-
-// row j's quants of a packed block, ready for unpack8: Q4's 16-bit lanes zero-extended
-// to 32 (all four groups); Q8_0's address (a group is widened as it is used)
-template <int T>
-struct Quants {
-  __m256i lanes;
-  const uint8_t* bytes;
-};
-template <int T>
-inline Quants<T> quants(const uint8_t* p, int j) {
-  const uint8_t* q = p + pack_scales<T>() + pack_quants<T>() * j;
-  if constexpr (T == kQ8_0) return {_mm256_setzero_si256(), q};
-  return {_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))), q};
+inline int64_t pack_bytes(int t) {
+  return t == kQ8_0 ? pack_bytes<kQ8_0>() : (t == kQ4_1 ? pack_bytes<kQ4_1>() : pack_bytes<kQ4_0>());
 }
 
-// group g (0..3) of a row's block as float32 weights, by dequant8's formulas
-template <int T>
-inline __m256 unpack8(const Quants<T>& v, int g, __m256 d, __m256 m) {
-  if constexpr (T == kQ8_0) {
-    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v.bytes + 8 * g));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
-  } else {
-    const __m256i nibble = _mm256_set1_epi32(0x0F);
-    const __m256i q = g == 0 ? _mm256_and_si256(v.lanes, nibble)
-                    : (g == 3 ? _mm256_srli_epi32(v.lanes, 12)
-                              : _mm256_and_si256(_mm256_srli_epi32(v.lanes, 4 * g), nibble));
-    if constexpr (T == kQ4_0) return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(8))));
-    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q), m);
-  }
+// group g (0..3) of row j's Q8_0 block as float32 weights, by dequant8's formula
+inline __m256 unpack8(const uint8_t* p, int j, int g, __m256 d) {
+  const uint8_t* q = p + pack_scales<kQ8_0>() + pack_quants<kQ8_0>() * j + 8 * g;
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)))), d);
 }
 
-// a packed block's eight scales (and eight minimums) as float32, into s
-template <int T>
-inline void scales_to(const uint8_t* p, float* s) {
-  _mm256_store_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  if constexpr (T != kQ8_0)
-    _mm256_store_ps(s + kPackRows, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
+// a packed block's eight scales as float32
+inline __m256 scales8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// row j's scale and minimum (zero where the type has none), from scales_to's s
-template <int T>
-inline void scales_of(const float* s, int j, __m256& d, __m256& m) {
-  d = _mm256_broadcast_ss(s + j);
-  m = T == kQ8_0 ? _mm256_setzero_ps() : _mm256_broadcast_ss(s + kPackRows + j);
-}
-
-// MB rows of x against rows [j0, j0 + JB) of one packed group of 8: dot_block's sums
-template <int T, int MB, int JB>
+// MB rows of x against rows [j0, j0 + JB) of one packed Q8_0 group: dot_block's sums
+template <int MB, int JB>
 inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_t K, int j0,
                        float* y, int64_t ldy, const float* bias) {
-  constexpr int64_t bb = pack_bytes<T>();
+  constexpr int64_t bb = pack_bytes<kQ8_0>();
   __m256 acc[MB][JB];
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < JB; ++j) acc[i][j] = _mm256_setzero_ps();
   const uint8_t* p = group;
   for (int64_t k = 0; k < K; k += kBlock, p += bb) {
     for (int64_t line = 0; line < bb; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(p + 4 * bb + line), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 16 * bb + line), _MM_HINT_T0);
     // x's block in registers for up to two rows; more are read from L1 as they are used
     __m256 xv[MB <= 2 ? MB : 1][4];
     if constexpr (MB <= 2)
       for (int i = 0; i < MB; ++i)
         for (int g = 0; g < 4; ++g) xv[i][g] = _mm256_loadu_ps(x + i * ldx + k + 8 * g);
-    alignas(32) float sc[2 * kPackRows];
-    scales_to<T>(p, sc);
+    alignas(32) float sc[kPackRows];
+    _mm256_store_ps(sc, scales8(p));
     for (int j = 0; j < JB; ++j) {
-      __m256 d, m;
-      scales_of<T>(sc, j0 + j, d, m);
-      const Quants<T> v = quants<T>(p, j0 + j);
+      const __m256 d = _mm256_broadcast_ss(sc + j0 + j);
       for (int g = 0; g < 4; ++g) {
-        const __m256 wv = unpack8<T>(v, g, d, m);
+        const __m256 wv = unpack8(p, j0 + j, g, d);
         for (int i = 0; i < MB; ++i) {
           __m256 xi;
           if constexpr (MB <= 2) xi = xv[i][g];
@@ -355,38 +334,164 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
     }
 }
 
-// MB rows of x against packed groups [g0, g1): all eight rows at once for one row of x
-// (x's block in registers), fewer side by side for more (the accumulators must fit)
-template <int T, int MB>
+// MB rows of x against packed Q8_0 groups [g0, g1): all eight rows at once for one row of
+// x (x's block in registers), fewer side by side for more (the accumulators must fit)
+template <int MB>
 void pdot_groups(const float* x, int64_t K, const uint8_t* w, int64_t group_bytes,
                  const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
   constexpr int JB = MB == 1 ? 8 : (MB == 2 ? 4 : (MB <= 4 ? 2 : 1));
   for (int64_t g = g0; g < g1; ++g)
     for (int j0 = 0; j0 < kPackRows; j0 += JB)
-      pdot_block<T, MB, JB>(x, K, w + g * group_bytes, K, j0, y + g * kPackRows, N,
-                            bias == nullptr ? nullptr : bias + g * kPackRows);
+      pdot_block<MB, JB>(x, K, w + g * group_bytes, K, j0, y + g * kPackRows, N,
+                         bias == nullptr ? nullptr : bias + g * kPackRows);
 }
 
-// groups [g0, g1) written out as float32 rows (row-major, K per row), as dequant_rows
-template <int T>
+// Q8_0 groups [g0, g1) written out as float32 rows (row-major, K per row), as dequant_rows
 void unpack_groups(const uint8_t* w, int64_t group_bytes, int64_t K, int64_t g0, int64_t g1, float* out) {
   for (int64_t g = g0; g < g1; ++g)
     for (int64_t k = 0; k < K; k += kBlock) {
-      const uint8_t* p = w + g * group_bytes + k / kBlock * pack_bytes<T>();
-      alignas(32) float sc[2 * kPackRows];
-      scales_to<T>(p, sc);
+      const uint8_t* p = w + g * group_bytes + k / kBlock * pack_bytes<kQ8_0>();
+      alignas(32) float sc[kPackRows];
+      _mm256_store_ps(sc, scales8(p));
       for (int j = 0; j < kPackRows; ++j) {
-        __m256 d, m;
-        scales_of<T>(sc, j, d, m);
-        const Quants<T> v = quants<T>(p, j);
         float* row = out + ((g - g0) * kPackRows + j) * K + k;
-        for (int q = 0; q < 4; ++q) _mm256_storeu_ps(row + 8 * q, unpack8<T>(v, q, d, m));
+        for (int q = 0; q < 4; ++q) _mm256_storeu_ps(row + 8 * q, unpack8(p, j, q, _mm256_broadcast_ss(sc + j)));
       }
     }
 }
 
-// groups [g0, g1) of blocks w (N, blocks per row) packed into out, in the layout that
-// scales_to and quants read
+// M rows of x against packed Q8_0 groups [g0, g1)
+void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
+               const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
+  if (M > 8) {
+    // prompts and batches: a slab of float32 rows in L2 through the float32 kernel (from
+    // 16 rows it beats the blocks unpacked in registers)
+    const int64_t slab = std::max<int64_t>(3, (96 * 1024) / (K * 4) / 24 * 3);  // groups
+    std::vector<float> buf(slab * kPackRows * K);
+    for (int64_t s0 = g0; s0 < g1; s0 += slab) {
+      const int64_t s1 = std::min(g1, s0 + slab);
+      unpack_groups(w, group_bytes, K, s0, s1, buf.data());
+      const int64_t n0 = s0 * kPackRows;
+      linear_range(x, M, K, buf.data() - n0 * K, bias, y, N, n0, s1 * kPackRows);
+    }
+    return;
+  }
+  switch (M) {  // decoding: the blocks unpacked in registers for all M rows at once
+    case 8: pdot_groups<8>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 7: pdot_groups<7>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 6: pdot_groups<6>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 5: pdot_groups<5>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 4: pdot_groups<4>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 3: pdot_groups<3>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    case 2: pdot_groups<2>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+    default: pdot_groups<1>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+  }
+}
+
+// the sum of each block of 32 of x (M rows of K, contiguous) into sx (M * K / 32), in one
+// fixed order: the four groups of 8 added lane-wise, (g0 + g1) + (g2 + g3), then fold()
+void block_sums(const float* x, int64_t M, int64_t K, float* sx) {
+  for (int64_t i = 0; i < M * (K / kBlock); ++i) {
+    const float* b = x + i * kBlock;
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(b), _mm256_loadu_ps(b + 8)),
+                                   _mm256_add_ps(_mm256_loadu_ps(b + 16), _mm256_loadu_ps(b + 24)));
+    sx[i] = fold(s);
+  }
+}
+
+// MB rows of x (sx: their block sums) against GB packed Q4 groups, the first at w: each
+// output in the order above. MB x GB x 2 chains run side by side.
+template <int T, int MB, int GB>
+inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t* w,
+                       int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
+  constexpr int64_t bb = pack_bytes<T>();
+  const int64_t blocks = K / kBlock;
+  __m256 acc[MB][GB];
+  for (int i = 0; i < MB; ++i)
+    for (int g = 0; g < GB; ++g) acc[i][g] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p[GB];
+    for (int g = 0; g < GB; ++g) {
+      p[g] = w + g * group_bytes + b * bb;
+      for (int64_t line = 0; line < bb; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p[g] + 32 * bb + line), _MM_HINT_T0);
+    }
+    __m256 lo[MB][GB], hi[MB][GB];
+    for (int i = 0; i < MB; ++i)
+      for (int g = 0; g < GB; ++g) lo[i][g] = hi[i][g] = _mm256_setzero_ps();
+    const float* xb = x + b * kBlock;
+#pragma GCC unroll 16
+    for (int kk = 0; kk < 16; ++kk)
+#pragma GCC unroll 4
+      for (int g = 0; g < GB; ++g) {
+        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[g] + pack_scales<T>() + 8 * kk));
+        const __m256i v = _mm256_cvtepu8_epi32(bytes);
+        const __m256 ql = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0F)));
+        const __m256 qh = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+        for (int i = 0; i < MB; ++i) {
+          lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + i * K + kk), ql, lo[i][g]);
+          hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + i * K + 16 + kk), qh, hi[i][g]);
+        }
+      }
+    for (int g = 0; g < GB; ++g) {
+      const __m256 d = scales8(p[g]);
+      const __m256 m = T == kQ4_1 ? scales8(p[g] + 2 * kPackRows) : _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+      for (int i = 0; i < MB; ++i) {
+        acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
+        acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + i * blocks + b), acc[i][g]);
+      }
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int g = 0; g < GB; ++g) {
+      __m256 s = acc[i][g];
+      if (bias != nullptr) s = _mm256_add_ps(s, _mm256_loadu_ps(bias + g * kPackRows));
+      _mm256_storeu_ps(y + i * ldy + g * kPackRows, s);
+    }
+}
+
+// MB rows of x against packed Q4 groups [g0, g1): two groups side by side for one or two
+// rows (enough independent chains), one for more (the chains must fit in registers)
+template <int T, int MB>
+void fdot_groups(const float* x, int64_t K, const float* sx, const uint8_t* w,
+                 int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
+                 int64_t g1) {
+  constexpr int GB = MB <= 2 ? 2 : 1;
+  auto run = [&](auto gb, int64_t g) {
+    fdot_block<T, MB, decltype(gb)::value>(x, K, sx, w + g * group_bytes, group_bytes,
+                                           y + g * kPackRows, N,
+                                           bias == nullptr ? nullptr : bias + g * kPackRows);
+  };
+  int64_t g = g0;
+  for (; g + GB <= g1; g += GB) run(std::integral_constant<int, GB>(), g);
+  for (; g < g1; ++g) run(std::integral_constant<int, 1>(), g);
+}
+
+// M rows of x (sx: their block sums) against packed Q4 groups [g0, g1): tiles of up to
+// four rows of x pass over a run of groups small enough to stay in L2
+template <int T>
+void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
+               int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
+               int64_t g1) {
+  const int64_t run = std::max<int64_t>(2, (128 * 1024) / group_bytes);
+  const int64_t blocks = K / kBlock;
+  for (int64_t r0 = g0; r0 < g1; r0 += run) {
+    const int64_t r1 = std::min(g1, r0 + run);
+    for (int64_t m = 0; m < M; m += 4) {
+      const float* xm = x + m * K;
+      const float* sm = sx + m * blocks;
+      float* ym = y + m * N;
+      switch (std::min<int64_t>(4, M - m)) {
+        case 4: fdot_groups<T, 4>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 3: fdot_groups<T, 3>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 2: fdot_groups<T, 2>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        default: fdot_groups<T, 1>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+      }
+    }
+  }
+}
+
+// groups [g0, g1) of blocks w (N, blocks per row) packed into out, in the layouts above
 template <int T>
 void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t g0, int64_t g1, uint8_t* out) {
   for (int64_t g = g0; g < g1; ++g)
@@ -394,59 +499,16 @@ void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t g0
       uint8_t* p = out + (g * blocks + b) * pack_bytes<T>();
       for (int64_t j = 0; j < kPackRows; ++j) {
         const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + b * block_bytes(T);
-        uint8_t* q = p + pack_scales<T>() + pack_quants<T>() * j;
         std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
         if constexpr (T == kQ8_0) {
-          std::memcpy(q, blk + 2, 32);
+          std::memcpy(p + pack_scales<T>() + pack_quants<T>() * j, blk + 2, 32);
         } else {
-          uint16_t minimum = 0;  // Q4_0 has none: +0.0
-          if constexpr (T == kQ4_1) std::memcpy(&minimum, blk + 2, 2);
-          std::memcpy(p + 2 * (kPackRows + j), &minimum, 2);
+          if constexpr (T == kQ4_1) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
           const uint8_t* qs = blk + (T == kQ4_1 ? 4 : 2);
-          for (int l = 0; l < 8; ++l) {
-            const uint16_t lane = (qs[l] & 0x0F) | (qs[8 + l] & 0x0F) << 4 | (qs[l] >> 4) << 8 | (qs[8 + l] >> 4) << 12;
-            std::memcpy(q + 2 * l, &lane, 2);
-          }
+          for (int kk = 0; kk < 16; ++kk) p[pack_scales<T>() + kPackRows * kk + j] = qs[kk];
         }
       }
     }
-}
-
-// M (at most 8) rows of x against packed groups [g0, g1)
-template <int T>
-void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
-               const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
-  switch (M) {
-    case 8: pdot_groups<T, 8>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 7: pdot_groups<T, 7>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 6: pdot_groups<T, 6>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 5: pdot_groups<T, 5>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 4: pdot_groups<T, 4>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 3: pdot_groups<T, 3>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 2: pdot_groups<T, 2>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    default: pdot_groups<T, 1>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-  }
-}
-
-template <int T>
-void plinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
-                   const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
-  if (M <= 8) {
-    // decoding: the blocks unpacked in registers for all M rows at once (up to 8 rows of x
-    // this beats the float32 slab below: 5 rows 11.0 ms against 16.3 for the bundled
-    // model's layers on 2 cores, 8 rows 16.5 against 17.9; from 16 the slab wins)
-    pdot_rows<T>(x, M, K, w, group_bytes, bias, y, N, g0, g1);
-    return;
-  }
-  // as qlinear_range: a slab of float32 rows in L2 through the float32 kernel
-  const int64_t slab = std::max<int64_t>(3, (96 * 1024) / (K * 4) / 24 * 3);  // groups
-  std::vector<float> buf(slab * kPackRows * K);
-  for (int64_t s0 = g0; s0 < g1; s0 += slab) {
-    const int64_t s1 = std::min(g1, s0 + slab);
-    unpack_groups<T>(w, group_bytes, K, s0, s1, buf.data());
-    const int64_t n0 = s0 * kPackRows;
-    linear_range(x, M, K, buf.data() - n0 * K, bias, y, N, n0, s1 * kPackRows);
-  }
 }
 
 // ------------------------------------------------------------------- exp for SiLU
@@ -789,12 +851,18 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   const uint8_t* wp = w.data_ptr<uint8_t>();
   const float* bp = bias_data(bias, N);
   float* yp = y.data_ptr<float>();
+  const int64_t group_bytes = w.size(1);
+  if (type == kQ8_0) {
+    at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
+      pdot_rows(xp, M, K, wp, group_bytes, bp, yp, N, g0, g1);
+    });
+    return y;
+  }
+  std::vector<float> sx(M * (K / kBlock));
+  block_sums(xp, M, K, sx.data());
   at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
-    switch (type) {
-      case kQ4_0: plinear_range<kQ4_0>(xp, M, K, wp, w.size(1), bp, yp, N, g0, g1); break;
-      case kQ4_1: plinear_range<kQ4_1>(xp, M, K, wp, w.size(1), bp, yp, N, g0, g1); break;
-      default: plinear_range<kQ8_0>(xp, M, K, wp, w.size(1), bp, yp, N, g0, g1); break;
-    }
+    if (type == kQ4_1) fdot_rows<kQ4_1>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
+    else fdot_rows<kQ4_0>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
   });
   return y;
 }

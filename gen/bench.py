@@ -345,18 +345,43 @@ def quality(
     ours = Engine(loaded.model, loaded.tokenizer, max_slots=1)
     ref = Engine(reference.model, reference.tokenizer, max_slots=n)
     want = [c.token_ids for c in ref.generate(ps, params)]
-    prefixes = [
-        common_prefix(ours.generate([p], params)[0].token_ids, b)
-        for p, b in zip(ps, want, strict=True)
+    got = [ours.generate([p], params)[0].token_ids for p in ps]
+    prefixes = [common_prefix(a, b) for a, b in zip(got, want, strict=True)]
+    flips = [
+        flip(reference, i, ps[i] + want[i][:j], got[i][j], want[i][j])
+        for i, j in enumerate(prefixes)
+        if j < tokens
     ]
     return {
         "prompts": n,
         "tokens": tokens,
         "greedy_identical": sum(k == tokens for k in prefixes),
         "mean_agreeing_prefix": round(sum(prefixes) / n, 1),
+        "flips": flips,
         # over the text as a prompt (one forward) and token by token (as in decoding)
         "perplexity": perplexities(loaded, reference, stepwise=False),
         "perplexity_decoding": perplexities(loaded, reference, stepwise=True),
+    }
+
+
+@torch.inference_mode()
+def flip(
+    reference: LoadedModel, prompt: int, ids: list[int], ours: int, theirs: int
+) -> dict[str, Any]:
+    """Where our greedy tokens first leave float32's: the prompt's index, the position,
+    both tokens, and float32's logit gap between its pick and ours there (a near-tie is a
+    small gap; a wrong product would show a large one)."""
+    cache = KVCache(reference.config, 1, len(ids))
+    cache.reserve(1, len(ids))
+    logits = reference.model(
+        torch.tensor([ids]), torch.arange(len(ids))[None, :], torch.tensor([0]), cache
+    )[-1]
+    return {
+        "prompt": prompt,
+        "position": len(ids),
+        "ours": reference.tokenizer.decode([ours]),
+        "float32": reference.tokenizer.decode([theirs]),
+        "float32_logit_gap": round(float(logits[theirs] - logits[ours]), 4),
     }
 
 

@@ -146,3 +146,38 @@ def test_the_hf_baseline_loads_float32_weights_even_when_ours_run_the_gguf_block
     )
     bench.HFBaseline(tokenizer_only, "smollm2-135m")  # type: ignore[arg-type]
     assert asked == [("smollm2-135m", True)] and loaded_from == [converted]
+
+
+def test_the_table_names_each_token_that_leaves_float32s(
+    figures: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dtype's greedy tokens against float32: a flip is printed where it happens, with
+    the logit gap float32 saw there, never folded into a count."""
+    same = {"gguf": 48.3, "float32": 48.3}
+    quality = {
+        "prompts": 8,
+        "tokens": 64,
+        "greedy_identical": 7,
+        "mean_agreeing_prefix": 60.6,
+        "flips": [
+            {
+                "prompt": 3,
+                "position": 41,
+                "ours": " 茶",
+                "float32": " tea 🍵",
+                "float32_logit_gap": 0.0123,
+            }
+        ],  # fmt: skip
+        "perplexity": {"english": same},
+        "perplexity_decoding": {"english": same},
+    }
+    monkeypatch.setattr(
+        bench, "run_bench", lambda *a, **k: {**figures, "dtype": "gguf", "quality": quality}
+    )
+    assert main(["bench"]) == 0
+    table = capsys.readouterr().out
+    assert "e) gguf against float32: greedy identical for 7 of 8 prompts" in table
+    assert (
+        "flip: prompt 3, token 41: ' 茶' against float32's ' tea 🍵', which float32 put 0.0123"
+        " logits ahead" in table
+    )

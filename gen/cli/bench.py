@@ -278,6 +278,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"of {q['prompts']} prompts ({q['tokens']} tokens; mean agreeing prefix "
             f"{q['mean_agreeing_prefix']})"
         )
+        for f in q["flips"]:
+            print(
+                f"   flip: prompt {f['prompt']}, token {f['position']}: {f['ours']!r} against "
+                f"float32's {f['float32']!r}, which float32 put {f['float32_logit_gap']} "
+                "logits ahead"
+            )
         for name, ppl in q["perplexity"].items():
             step = q["perplexity_decoding"][name]
             print(

@@ -120,6 +120,11 @@ def test_the_bench_quality_figures_compare_int8_with_float32(
     q = quality(int8_model, real_model, n=3, tokens=6)
     assert (q["prompts"], q["tokens"]) == (3, 6)
     assert 0 <= q["greedy_identical"] <= 3 and 0 <= q["mean_agreeing_prefix"] <= 6
+    # every prompt that leaves float32's tokens is reported where it leaves, with the gap
+    # float32 saw there: its own pick is its argmax, so the gap is never negative
+    assert len(q["flips"]) == 3 - q["greedy_identical"]
+    for f in q["flips"]:
+        assert 0 <= f["prompt"] < 3 and f["float32_logit_gap"] >= 0
     for figures in (q["perplexity"], q["perplexity_decoding"]):
         assert set(figures) == set(PERPLEXITY_TEXTS)
         for pair in figures.values():

@@ -167,7 +167,7 @@ def test_the_table_names_each_token_that_leaves_float32s(
                 "float32": " tea 🍵",
                 "float32_logit_gap": 0.0123,
             }
-        ],  # fmt: skip
+        ],
         "perplexity": {"english": same},
         "perplexity_decoding": {"english": same},
     }

@@ -77,10 +77,11 @@ def real_model() -> Any:
 
 @pytest.fixture(scope="session")
 def real_model_blocks() -> Any:
-    """The bundled model run on its GGUF file's own blocks (dtype gguf): the same logits as
-    `real_model` bit for bit (tests/engine/test_quantised.py), about twice as fast for a
-    few rows. For the long real-model runs, where that is minutes; where the kernels
-    cannot build, it is the float32 model."""
+    """The bundled model run on its GGUF file's own blocks (dtype gguf): the same weights
+    as `real_model`, its Q4_1 products summed in their own order (the same greedy tokens
+    and perplexity on the bench prompts: tests/engine/test_quantised.py), about twice as
+    fast. For the long real-model runs, where that is minutes; where the kernels cannot
+    build, it is the float32 model."""
     from gen.engine.config import EngineConfig
     from gen.models import load_model
 

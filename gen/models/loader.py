@@ -158,8 +158,8 @@ def load_model(
     spec: str | ModelSpec, config: EngineConfig | None = None, packed: bool = True
 ) -> LoadedModel:
     """The model in config's dtype: float32 (the default); gguf (a GGUF file's own
-    quantised blocks, read in place by the kernels: the same numbers as float32 on that
-    file, a sixth of the bytes); q8 (Q8_0 blocks made from float weights at load, cached
+    quantised blocks, read in place by the kernels: the same weights as float32 on that
+    file, from a sixth of the bytes; Q4 blocks summed in their own order); q8 (Q8_0 blocks made from float weights at load, cached
     in $GEN_HOME/q8: a Hugging Face directory in about a quarter of the bytes); or int8
     (int8 weights and dynamically quantised activations in the linear layers, but the
     MLP's down projection on prompts; the embedding, norms, attention and KV cache stay

@@ -124,6 +124,8 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // operation rounded once), and those weights go through the same accumulation as
 // dot_block above. So a quantised product equals, bit for bit, the float32 product over
 // the dequantised matrix, while reading a sixth (Q4) or a quarter (Q8_0) of the bytes.
+// These serve blocks as the file has them: embedding lookups, and matrices whose row
+// count is not a multiple of 8 (the rest are packed at load: below).
 
 enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8 };  // ggml's type numbers
 

@@ -159,8 +159,9 @@ def load_model(
 ) -> LoadedModel:
     """The model in config's dtype: float32 (the default); gguf (a GGUF file's own
     quantised blocks, read in place by the kernels: the same weights as float32 on that
-    file, from a sixth of the bytes; Q4 blocks summed in their own order); q8 (Q8_0 blocks made from float weights at load, cached
-    in $GEN_HOME/q8: a Hugging Face directory in about a quarter of the bytes); or int8
+    file, from a sixth of the bytes; Q4 blocks summed in their own order); q8 (Q8_0
+    blocks made from float weights at load, cached in $GEN_HOME/q8: a Hugging Face
+    directory in about a quarter of the bytes); or int8
     (int8 weights and dynamically quantised activations in the linear layers, but the
     MLP's down projection on prompts; the embedding, norms, attention and KV cache stay
     float32).

@@ -371,11 +371,7 @@ def flip(
     """Where our greedy tokens first leave float32's: the prompt's index, the position,
     both tokens, and float32's logit gap between its pick and ours there (a near-tie is a
     small gap; a wrong product would show a large one)."""
-    cache = KVCache(reference.config, 1, len(ids))
-    cache.reserve(1, len(ids))
-    logits = reference.model(
-        torch.tensor([ids]), torch.arange(len(ids))[None, :], torch.tensor([0]), cache
-    )[-1]
+    logits = prompt_logits(reference, ids)[0, -1]
     return {
         "prompt": prompt,
         "position": len(ids),
@@ -403,24 +399,36 @@ def perplexity(loaded: LoadedModel, text: str, stepwise: bool = False) -> float:
     """exp of the mean next-token loss over `text` (no chat template), in one forward, or
     with stepwise one token at a time through the decoding path."""
     ids = loaded.tokenizer.encode(text)
-    cache = KVCache(loaded.config, 1, len(ids))
-    cache.reserve(1, len(ids))
     if stepwise:
+        cache = fresh_cache(loaded, len(ids))
         steps = [
             loaded.model(torch.tensor([[t]]), torch.tensor([[i]]), torch.tensor([0]), cache)
             for i, t in enumerate(ids[:-1])
         ]
         loss = torch.nn.functional.cross_entropy(torch.cat(steps), torch.tensor(ids[1:]))
         return float(torch.exp(loss))
-    logits = loaded.model(
+    logits = prompt_logits(loaded, ids)
+    loss = torch.nn.functional.cross_entropy(logits[0, :-1], torch.tensor(ids[1:]))
+    return float(torch.exp(loss))
+
+
+def fresh_cache(loaded: LoadedModel, n: int) -> KVCache:
+    """A one-row KV cache with room for n positions, reserved."""
+    cache = KVCache(loaded.config, 1, n)
+    cache.reserve(1, n)
+    return cache
+
+
+@torch.inference_mode()
+def prompt_logits(loaded: LoadedModel, ids: list[int]) -> torch.Tensor:
+    """ids as one prompt in a fresh cache, one forward: (1, len(ids), vocab) logits."""
+    return loaded.model(
         torch.tensor([ids]),
         torch.arange(len(ids))[None, :],
         torch.tensor([0]),
-        cache,
+        fresh_cache(loaded, len(ids)),
         all_logits=True,
-    )  # (1, T, vocab)
-    loss = torch.nn.functional.cross_entropy(logits[0, :-1], torch.tensor(ids[1:]))
-    return float(torch.exp(loss))
+    )
 
 
 def _kv_rounds(engine: Engine, prompt: list[int], params: SamplingParams, rounds: int) -> list[int]:

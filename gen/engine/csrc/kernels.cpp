@@ -245,8 +245,9 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 
 // ---------------------------------------- packed blocks: eight rows side by side (at load)
 //
-// Decoding one row is bound by the work of turning blocks into floats, not by the bytes
-// read. Packed once at load, eight rows' blocks k sit together, in two layouts.
+// Decoding one row costs the work of turning blocks into floats and the bytes read (the
+// layers' weights come from memory every token). Packed once at load, eight rows' blocks
+// k sit together, in two layouts, and the blocks kPrefetch* ahead are fetched early.
 //
 // Q8_0: the eight float16 scales, then each row's 32 bytes as they are. A block costs one
 // conversion of eight scales instead of one per row, one row of x meets eight rows of W
@@ -271,6 +272,9 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 
 constexpr int kPacked = 0x100;  // flag on a block type: the blocks are packed
 constexpr int64_t kPackRows = 8;
+// how many packed blocks ahead to fetch (measured on the bundled model, 2 cores: the Q4_1
+// layers' products 5.2 ms with 4 ahead, 3.97 with 16, 3.41 with 32; Q8_0 the same from 16)
+constexpr int64_t kPrefetchQ4 = 32, kPrefetchQ8 = 16;
 
 // one block of 8 rows: scales (and, for Q4_1, minimums), then quants
 template <int T>
@@ -305,7 +309,7 @@ inline void pdot_block(const float* x, int64_t ldx, const uint8_t* group, int64_
   const uint8_t* p = group;
   for (int64_t k = 0; k < K; k += kBlock, p += bb) {
     for (int64_t line = 0; line < bb; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(p + 16 * bb + line), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchQ8 * bb + line), _MM_HINT_T0);
     // x's block in registers for up to two rows; more are read from L1 as they are used
     __m256 xv[MB <= 2 ? MB : 1][4];
     if constexpr (MB <= 2)
@@ -416,7 +420,7 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
     for (int g = 0; g < GB; ++g) {
       p[g] = w + g * group_bytes + b * bb;
       for (int64_t line = 0; line < bb; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p[g] + 32 * bb + line), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
     }
     __m256 lo[MB][GB], hi[MB][GB];
     for (int i = 0; i < MB; ++i)

@@ -223,7 +223,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             ),
         )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    kernels = "gen's kernels" if r["kernels"] else "PyTorch's kernels (gen's not built)"
+    kernels = "PyTorch's kernels (gen's not built)"
+    if r["kernels"]:
+        kernels = f"gen's kernels ({r['isa']})"
     print(f"# {r['model']}, dtype {r['dtype']}, {r['threads']} threads, {kernels}; HF in float32")
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))

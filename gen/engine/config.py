@@ -11,6 +11,7 @@ from typing import Any
 from gen.errors import ConfigError
 
 DTYPES = ("float32", "gguf", "q8", "int8")
+KERNELS = ("0", "1", "avx2")  # GEN_KERNELS: off, on, on without AVX-512
 PREFIX_CACHE_BYTES = 256 * 2**20
 
 
@@ -54,7 +55,8 @@ class EngineConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **given: Any) -> EngineConfig:
         """The settings `given` (None: not given), else the environment's: GEN_DTYPE,
-        GEN_KERNELS=0 (kernels off), GEN_KV_BUDGET_MB, GEN_PREFIX_CACHE_MB."""
+        GEN_KERNELS (0: kernels off; avx2: no AVX-512 kernels, read by the kernels
+        themselves where they load), GEN_KV_BUDGET_MB, GEN_PREFIX_CACHE_MB."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         if env.get("GEN_DTYPE"):
@@ -62,6 +64,9 @@ class EngineConfig:
                 raise ConfigError(f"GEN_DTYPE must be one of {', '.join(DTYPES)}, "
                                   f"got {env['GEN_DTYPE']!r}")  # fmt: skip
             values["dtype"] = env["GEN_DTYPE"]
+        if env.get("GEN_KERNELS", "1") not in KERNELS:
+            raise ConfigError(f"GEN_KERNELS must be one of {', '.join(KERNELS)}, "
+                              f"got {env['GEN_KERNELS']!r}")  # fmt: skip
         if env.get("GEN_KERNELS", "1") == "0":
             values["kernels"] = False
         if env.get("GEN_KV_BUDGET_MB"):

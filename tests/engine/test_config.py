@@ -29,6 +29,8 @@ def test_the_environment_is_read_and_what_is_given_wins() -> None:
     assert config == EngineConfig(
         dtype="int8", kernels=False, kv_budget_bytes=3 * 2**19, prefix_cache_bytes=0
     )
+    # avx2 keeps the kernels on (the kernels read it themselves: no AVX-512 products)
+    assert EngineConfig.from_env({"GEN_KERNELS": "avx2"}).kernels is True
     given = EngineConfig.from_env(env, dtype="float32", max_slots=4, max_model_len=None)
     assert (given.dtype, given.max_slots, given.max_model_len) == ("float32", 4, None)
     assert given.kv_budget_bytes == config.kv_budget_bytes  # not given: the environment's
@@ -50,6 +52,7 @@ def test_the_config_is_frozen() -> None:
         ({"GEN_KV_BUDGET_MB": "1e300"}, "GEN_KV_BUDGET_MB"),
         ({"GEN_PREFIX_CACHE_MB": "-1"}, "GEN_PREFIX_CACHE_MB must be a number of megabytes, 0 or"),
         ({"GEN_PREFIX_CACHE_MB": "inf"}, "GEN_PREFIX_CACHE_MB"),
+        ({"GEN_KERNELS": "avx512"}, "GEN_KERNELS must be one of 0, 1, avx2, got 'avx512'"),
     ],
 )
 def test_a_bad_environment_value_names_its_variable(env: dict[str, str], message: str) -> None:

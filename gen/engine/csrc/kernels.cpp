@@ -1,4 +1,5 @@
-// Float32 CPU kernels for the decode engine (AVX2 + FMA), built on first use by
+// Float32 CPU kernels for the decode engine (AVX2 + FMA, and AVX-512 for the quantised
+// products where the CPU has it, chosen at run time), built on first use by
 // gen/engine/kernels.py. Every kernel computes each output row from its own input row
 // in one fixed order of operations, so a row's result never depends on how many other
 // rows share the call (batch invariance, bit for bit), nor on how the work is split
@@ -14,11 +15,34 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 namespace {
+
+// ------------------------------------------------------------ the instruction set in use
+
+constexpr int kIsaAvx2 = 0, kIsaAvx512 = 1;
+const char* const kIsaNames[] = {"avx2", "avx512"};
+
+// does the CPU have AVX-512 F, BW, VL and DQ, and does the OS keep their registers?
+// (__builtin_cpu_supports checks both)
+bool has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+// AVX-512 where the machine takes it, unless GEN_KERNELS=avx2 says to stay at AVX2
+int detect_isa() {
+  const char* cap = std::getenv("GEN_KERNELS");
+  if (cap != nullptr && std::strcmp(cap, "avx2") == 0) return kIsaAvx2;
+  return has_avx512() ? kIsaAvx512 : kIsaAvx2;
+}
+
+int g_isa = detect_isa();
 
 // ---------------------------------------------------------------- linear: y = x W^T + b
 
@@ -497,6 +521,137 @@ void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint
   }
 }
 
+// ------------------------------------------------ AVX-512: the same sums, sixteen lanes
+//
+// Compiled for AVX-512 (F, BW, VL, DQ) in this same build and chosen at run time where
+// the CPU and the OS take it (isa()). A 512-bit register holds two packed groups side by
+// side, lanes 0..7 one group's eight rows and lanes 8..15 the next's, and every lane does
+// exactly the operations, in the order, of fdot_block's lane for that row: so each output
+// has the same bits whichever width computed it, and a tail group left over goes through
+// the 256-bit kernel.
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
+
+// the eight float16 values at a and the eight at b as sixteen float32 lanes
+inline __m512 halves16(const uint8_t* a, const uint8_t* b) {
+  const __m256i h = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  return _mm512_cvtph_ps(h);
+}
+
+// MB rows of x against two packed Q4 groups, the first at w: fdot_block's sums
+template <int T, int MB>
+inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8_t* w,
+                         int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
+  // x and sx as interleave() lays them out: block b's element kk of row i at
+  // x[(b * 32 + kk) * MB + i], its sum at sx[b * MB + i]
+  constexpr int64_t bb = pack_bytes<T>();
+  const int64_t blocks = K / kBlock;
+  __m512 acc[MB];
+  for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p[2];
+    for (int g = 0; g < 2; ++g) {
+      p[g] = w + g * group_bytes + b * bb;
+      for (int64_t line = 0; line < bb; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
+    }
+    __m512 lo[MB], hi[MB];
+    for (int i = 0; i < MB; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+    const float* xb = x + b * kBlock * MB;
+#pragma GCC unroll 16
+    for (int kk = 0; kk < 16; ++kk) {
+      const int64_t at = pack_scales<T>() + 8 * kk;  // the two groups' bytes kk, side by side
+      const __m128i bytes = _mm_castpd_si128(_mm_loadh_pd(
+          _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[0] + at))),
+          reinterpret_cast<const double*>(p[1] + at)));
+      const __m512i v = _mm512_cvtepu8_epi32(bytes);
+      const __m512 ql = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0F)));
+      const __m512 qh = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+      for (int i = 0; i < MB; ++i) {
+        lo[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i]);
+        hi[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i]);
+      }
+    }
+    const __m512 d = halves16(p[0], p[1]);
+    const __m512 m = T == kQ4_1 ? halves16(p[0] + 2 * kPackRows, p[1] + 2 * kPackRows)
+                                : _mm512_mul_ps(d, _mm512_set1_ps(-8.0f));
+    for (int i = 0; i < MB; ++i) {
+      acc[i] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i], hi[i]), acc[i]);
+      acc[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i]);
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    __m512 s = acc[i];
+    if (bias != nullptr) s = _mm512_add_ps(s, _mm512_loadu_ps(bias));
+    _mm512_storeu_ps(y + i * ldy, s);
+  }
+}
+
+// MB rows of x against packed Q4 groups [g0, g1), two at a time (xt, st: x and its block
+// sums interleaved); a group left over goes through fdot_block (the same bits)
+template <int T, int MB>
+void fdot_groups16(const float* x, const float* xt, int64_t K, const float* sx, const float* st,
+                   const uint8_t* w, int64_t group_bytes, const float* bias, float* y, int64_t N,
+                   int64_t g0, int64_t g1) {
+  auto at = [&](int64_t g) { return bias == nullptr ? nullptr : bias + g * kPackRows; };
+  int64_t g = g0;
+  for (; g + 2 <= g1; g += 2)
+    fdot_block16<T, MB>(xt, K, st, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
+  if (g < g1) fdot_block<T, MB, 1>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
+}
+
+constexpr int64_t kTile16 = 8;  // rows of x per tile
+
+// x (M rows of K) and sx (their block sums) copied tile by tile (kTile16 rows, fewer in
+// the last) into the order fdot_block16 reads them: element kk of block b of row i of a
+// tile of mb rows starting at row m at xt[m * K + (b * 32 + kk) * mb + i], its block sum
+// at st[m * K / 32 + b * mb + i]. A row's broadcasts then sit at fixed offsets.
+void interleave(const float* x, const float* sx, int64_t M, int64_t K, float* xt, float* st) {
+  const int64_t blocks = K / kBlock;
+  for (int64_t m = 0; m < M; m += kTile16) {
+    const int64_t mb = std::min(kTile16, M - m);
+    for (int64_t i = 0; i < mb; ++i) {
+      for (int64_t k = 0; k < K; ++k) xt[m * K + k * mb + i] = x[(m + i) * K + k];
+      for (int64_t b = 0; b < blocks; ++b) st[m * blocks + b * mb + i] = sx[(m + i) * blocks + b];
+    }
+  }
+}
+
+// fdot_rows with sixteen lanes (xt, st: interleave()'s copies of x and sx): tiles of up to
+// kTile16 rows of x pass over a run of groups small enough to stay in L2
+template <int T>
+void fdot_rows16(const float* x, const float* xt, int64_t M, int64_t K, const float* sx,
+                 const float* st, const uint8_t* w, int64_t group_bytes, const float* bias,
+                 float* y, int64_t N, int64_t g0, int64_t g1) {
+  const int64_t run = std::max<int64_t>(2, (128 * 1024) / group_bytes);
+  const int64_t blocks = K / kBlock;
+  for (int64_t r0 = g0; r0 < g1; r0 += run) {
+    const int64_t r1 = std::min(g1, r0 + run);
+    for (int64_t m = 0; m < M; m += kTile16) {
+      const float* xm = x + m * K;
+      const float* xtm = xt + m * K;
+      const float* sm = sx + m * blocks;
+      const float* stm = st + m * blocks;
+      float* ym = y + m * N;
+      switch (std::min<int64_t>(kTile16, M - m)) {
+        case 8: fdot_groups16<T, 8>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 7: fdot_groups16<T, 7>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 6: fdot_groups16<T, 6>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 5: fdot_groups16<T, 5>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 4: fdot_groups16<T, 4>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 3: fdot_groups16<T, 3>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 2: fdot_groups16<T, 2>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        default: fdot_groups16<T, 1>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+      }
+    }
+  }
+}
+
+#pragma GCC pop_options
+
 // groups [g0, g1) of blocks w (N, blocks per row) packed into out, in the layouts above
 template <int T>
 void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t g0, int64_t g1, uint8_t* out) {
@@ -866,9 +1021,20 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   }
   std::vector<float> sx(M * (K / kBlock));
   block_sums(xp, M, K, sx.data());
+  const bool wide = g_isa == kIsaAvx512;
+  std::vector<float> xt(wide ? M * K : 0), st(wide ? sx.size() : 0);
+  if (wide) interleave(xp, sx.data(), M, K, xt.data(), st.data());
   at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
-    if (type == kQ4_1) fdot_rows<kQ4_1>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
-    else fdot_rows<kQ4_0>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
+    if (wide) {
+      if (type == kQ4_1)
+        fdot_rows16<kQ4_1>(xp, xt.data(), M, K, sx.data(), st.data(), wp, group_bytes, bp, yp, N, g0, g1);
+      else
+        fdot_rows16<kQ4_0>(xp, xt.data(), M, K, sx.data(), st.data(), wp, group_bytes, bp, yp, N, g0, g1);
+    } else if (type == kQ4_1) {
+      fdot_rows<kQ4_1>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
+    } else {
+      fdot_rows<kQ4_0>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
+    }
   });
   return y;
 }
@@ -979,10 +1145,29 @@ at::Tensor layers(at::Tensor& x, at::Tensor h, const std::vector<at::Tensor>& we
   return h;
 }
 
+// the instruction set the products run on: "avx2" or "avx512"
+std::string isa() { return kIsaNames[g_isa]; }
+
+// run the products on `name` ("avx2", or "avx512" where the CPU takes it) from now on;
+// returns the one in use before (tests compare the two)
+std::string use_isa(const std::string& name) {
+  const std::string before = isa();
+  if (name == "avx2") {
+    g_isa = kIsaAvx2;
+  } else {
+    TORCH_CHECK(name == "avx512", "unknown instruction set ", name, " (avx2, avx512)");
+    TORCH_CHECK(has_avx512(), "this CPU does not take AVX-512 (F, BW, VL, DQ)");
+    g_isa = kIsaAvx512;
+  }
+  return before;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // none of them touches a Python object: other Python threads run meanwhile
   using nogil = py::call_guard<py::gil_scoped_release>;
   m.def("attention", &attention, nogil(), "causal attention of a ragged batch of tokens over the cache");
+  m.def("isa", &isa, "the instruction set the products run on: avx2 or avx512");
+  m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
   m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q8_0)");

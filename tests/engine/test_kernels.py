@@ -40,14 +40,19 @@ def close(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float
 @pytest.mark.parametrize(("K", "N"), [(5, 7), (64, 48), (67, 13), (300, 101), (1000, 50)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_matches_matmul_and_is_batch_invariant(
-    k: ModuleType, K: int, N: int, bias: bool
+    k: ModuleType, isa: str, K: int, N: int, bias: bool
 ) -> None:
+    """On AVX2 and, where the CPU has it, AVX-512 (two outputs a register), with the same
+    bits on both."""
     torch.manual_seed(K * N)
     x, w = torch.randn(70, K), torch.randn(N, K)
     b = torch.randn(N) if bias else None
     full = k.linear(x, w, b)
     want = x.double() @ w.double().T + (b.double() if b is not None else 0)
     close(full, want, atol=1e-5 * K**0.5)
+    k.use_isa("avx2")
+    assert torch.equal(k.linear(x, w, b), full)
+    k.use_isa(isa)
     for m in (1, 2, 3, 5, 33, 70):  # the first m rows, and m rows further in
         assert torch.equal(k.linear(x[:m], w, b), full[:m])
         assert torch.equal(k.linear(x[70 - m :], w, b), full[70 - m :])

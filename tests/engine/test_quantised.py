@@ -10,7 +10,6 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -42,17 +41,6 @@ def k() -> ModuleType:
     loaded = kernels.load()
     assert loaded is not None, f"the kernels did not build: {kernels.error()}"
     return loaded
-
-
-@pytest.fixture(params=["avx2", "avx512"])
-def isa(k: ModuleType, request: pytest.FixtureRequest) -> Iterator[str]:
-    """The products run on each instruction set the CPU takes, in turn."""
-    try:
-        before = k.use_isa(request.param)
-    except RuntimeError as exc:
-        pytest.skip(f"{request.param}: {exc}")
-    yield request.param
-    k.use_isa(before)
 
 
 def blocks_of(w: np.ndarray, kind: int) -> tuple[torch.Tensor, torch.Tensor]:

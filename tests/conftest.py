@@ -69,10 +69,13 @@ def make_scripted_engine() -> Callable[..., Engine]:
 
 @pytest.fixture(scope="session")
 def real_model() -> Any:
-    """The bundled SmolLM2-135M-Instruct, loaded once per session."""
+    """The bundled SmolLM2-135M-Instruct in float32 (the reference the other dtypes are
+    held to; with no dtype asked for, a GGUF file runs its own blocks), loaded once per
+    session."""
+    from gen.engine.config import EngineConfig
     from gen.models import load_model
 
-    return load_model("smollm2-135m")
+    return load_model("smollm2-135m", EngineConfig(dtype="float32"))
 
 
 @pytest.fixture(scope="session")

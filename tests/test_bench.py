@@ -14,6 +14,7 @@ import pytest
 from gen import bench
 from gen.cli import main
 from gen.engine import kernels
+from gen.engine.config import EngineConfig
 
 pytestmark = pytest.mark.real_model
 
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.real_model
 @pytest.fixture(scope="module")
 def figures() -> dict[str, Any]:
     return bench.run_bench(
+        config=EngineConfig(dtype="float32"),  # (the bundled GGUF's own: gguf, test_quantised)
         single_tokens=12,
         mixed_requests=3,
         continuation_prompt=80,

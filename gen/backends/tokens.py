@@ -145,8 +145,9 @@ class RemotePlanBackend(_Plan):
 def open_tokenizer(
     spec: str, context_window: int | None = None, dtype: str | None = None
 ) -> LocalPlanBackend | RemotePlanBackend:
-    """The plan backend for a model spec: a local model's converted tokenizer and config
-    (a GGUF is converted on first use, as a run would), or tiktoken for `openai:` models."""
+    """The plan backend for a model spec: a local model's tokenizer and config (a GGUF's
+    are written out on first use, as a run would; its weights are not converted), or
+    tiktoken for `openai:` models. dtype: the run's (None: the model's own)."""
     from gen.models import resolve
 
     ms = resolve(spec)
@@ -154,10 +155,11 @@ def open_tokenizer(
         from gen.backends.openai import DEFAULT_WINDOW
 
         return RemotePlanBackend(ms.name, context_window or DEFAULT_WINDOW)
-    from gen.models.loader import load_tokenizer, read_config
+    from gen.engine.config import EngineConfig
+    from gen.models.loader import load_tokenizer, own_dtype, read_config
     from gen.models.store import prepare
 
-    path = prepare(ms)
+    path = prepare(ms, weights=False)  # the tokenizer and config are all a plan reads
     tokenizer = load_tokenizer(path)
     window = read_config(path, tokenizer).max_position_embeddings
-    return LocalPlanBackend(ms.name, window, tokenizer, dtype or "float32")
+    return LocalPlanBackend(ms.name, window, tokenizer, dtype or own_dtype(ms, EngineConfig()))

@@ -28,7 +28,8 @@ def add_dtype(parser: argparse.ArgumentParser) -> None:
         choices=list(DTYPES),
         default=None,
         help="weights and matrix arithmetic of the local engine (default: GEN_DTYPE, else "
-        "float32); int8 is faster on a CPU and changes the output",
+        "the model's own: gguf for a .gguf file, float32 otherwise); int8 is faster on a CPU "
+        "and changes the output",
     )
 
 

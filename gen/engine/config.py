@@ -22,7 +22,8 @@ class EngineConfig:
 
     dtype: float32; gguf (a GGUF file's own quantised blocks, read by the kernels); q8
     (Q8_0 blocks made from float weights at load); or int8 (int8 weights and
-    dynamically quantised activations in the linear layers).
+    dynamically quantised activations in the linear layers). None (the default): the
+    model's own, gguf for a GGUF file where the kernels run, float32 otherwise.
     kernels: the compiled CPU kernels where the machine takes them.
     kv_budget_bytes caps the KV cache (None: no cap); requests that would pass it wait.
     While others decode, a step runs at most prefill_chunk prompt tokens (a long prompt
@@ -30,7 +31,7 @@ class EngineConfig:
     prefix_cache_bytes keeps finished sequences' keys and values for later prompts that
     start the same way (0 turns prefix reuse off)."""
 
-    dtype: str = "float32"
+    dtype: str | None = None
     kernels: bool = True
     max_slots: int = 16
     max_model_len: int | None = None
@@ -40,7 +41,7 @@ class EngineConfig:
     prefix_cache_bytes: int = PREFIX_CACHE_BYTES
 
     def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
+        if self.dtype is not None and self.dtype not in DTYPES:
             raise ConfigError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
         for name in ("max_slots", "max_prefill_tokens", "prefill_chunk"):
             if getattr(self, name) < 1:

@@ -154,10 +154,20 @@ def q8_model(model: LlamaModel, path: Path, compiled: ModuleType) -> None:
     model.use_kernels(compiled)
 
 
+def own_dtype(spec: ModelSpec, config: EngineConfig) -> str:
+    """The dtype a model runs in when none is asked for: a GGUF file's own blocks (gguf)
+    where the kernels can run them (turned on, and kernels.supported(): nothing is built
+    to answer), float32 otherwise. A GGUF whose kernels then fail to build runs float32
+    (load_model)."""
+    gguf = spec.kind == "gguf" and config.kernels and kernels.supported()
+    return "gguf" if gguf else "float32"
+
+
 def load_model(
     spec: str | ModelSpec, config: EngineConfig | None = None, packed: bool = True
 ) -> LoadedModel:
-    """The model in config's dtype: float32 (the default); gguf (a GGUF file's own
+    """The model in config's dtype (none: own_dtype's, gguf for a GGUF file, else
+    float32): float32; gguf (a GGUF file's own
     quantised blocks, read in place by the kernels: the same weights as float32 on that
     file, from a sixth of the bytes; Q4 blocks summed in their own order); q8 (Q8_0
     blocks made from float weights at load, cached in $GEN_HOME/q8: a Hugging Face
@@ -169,10 +179,10 @@ def load_model(
     is off; where they cannot be built, oneDNN's packed linear layers). Faster; float32
     results stay within rounding of the plain PyTorch model, and batch-invariant."""
     config = config or EngineConfig()
-    dtype = config.dtype
+    ms = resolve(spec) if isinstance(spec, str) else spec
+    dtype = config.dtype or own_dtype(ms, config)
     if dtype == "int8" and not packed_linears.int8_available():
         raise ModelError("dtype int8 needs PyTorch's fbgemm quantized engine (x86 CPUs)")
-    ms = resolve(spec) if isinstance(spec, str) else spec
     if dtype == "gguf" and ms.kind != "gguf":
         raise ModelError(
             f"{ms.name}: dtype gguf runs a GGUF file's own blocks, and this model is not a "
@@ -186,7 +196,10 @@ def load_model(
         if compiled is not None and ms.path is not None:
             model, _ = load_gguf_model(ms.path, cfg, compiled)
             return LoadedModel(ms.name, path, cfg, model, tokenizer, dtype)
-        log.warning(
+        # (asked for, it is said; the default falls back quietly: the kernels' own warning
+        # has said why they are not there)
+        log.log(
+            logging.WARNING if config.dtype == "gguf" else logging.DEBUG,
             "gen: dtype gguf needs the CPU kernels (%s); running float32 on the same weights",
             kernels.error() or "turned off",
         )

@@ -11,8 +11,9 @@ from gen.errors import ConfigError
 def test_nothing_set_gives_the_defaults() -> None:
     assert EngineConfig.from_env({}) == EngineConfig()
     assert EngineConfig().prefix_cache_bytes == PREFIX_CACHE_BYTES
+    # dtype None: the model's own (gguf for a GGUF file, float32 otherwise: load_model)
     assert (EngineConfig().dtype, EngineConfig().kernels, EngineConfig().kv_budget_bytes) == (
-        "float32",
+        None,
         True,
         None,
     )

@@ -438,6 +438,29 @@ def test_dtype_gguf_falls_back_to_float32_without_kernels(
     assert "dtype gguf needs the CPU kernels" in caplog.text
 
 
+def test_a_gguf_file_runs_its_own_blocks_unless_told_otherwise(
+    k: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No dtype asked for: a GGUF file's own (gguf); a Hugging Face directory, or the
+    kernels turned off, float32, quietly. --dtype float32 still runs float32."""
+    from gen.models import load_model
+    from gen.models.loader import own_dtype
+    from gen.models.store import ModelSpec, resolve
+
+    bundled = resolve("smollm2-135m")
+    assert EngineConfig().dtype is None
+    assert own_dtype(bundled, EngineConfig()) == "gguf"
+    assert own_dtype(ModelSpec("d", "hf", Path("/nowhere")), EngineConfig()) == "float32"
+    assert own_dtype(bundled, EngineConfig(kernels=False)) == "float32"
+    assert load_model("smollm2-135m").dtype == "gguf"
+    with caplog.at_level(logging.WARNING):
+        off = load_model("smollm2-135m", EngineConfig.from_env({"GEN_KERNELS": "0"}))
+    assert (off.dtype, off.model.kernels) == ("float32", None)
+    assert "dtype gguf" not in caplog.text
+    asked = load_model("smollm2-135m", EngineConfig(dtype="float32"))
+    assert asked.dtype == "float32" and not isinstance(asked.model.lm_head, QuantLinear)
+
+
 def test_dtype_gguf_needs_a_gguf_file(tmp_path: Path) -> None:
     from gen.models import load_model
 

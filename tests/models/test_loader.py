@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from gen.engine import LlamaModel, kernels
+from gen.engine.config import EngineConfig
 from gen.engine.packed import KernelLinear, PackedLinear
 from gen.models import BUNDLED_NAME, gen_home, load_model
 
@@ -37,7 +38,7 @@ def test_bundled_model_loads(real_model: Any) -> None:
 
 
 def test_unpacked_load_ties_the_output_head_to_the_embeddings() -> None:
-    loaded = load_model(BUNDLED_NAME, packed=False)
+    loaded = load_model(BUNDLED_NAME, EngineConfig(dtype="float32"), packed=False)
     assert isinstance(loaded.model.lm_head, torch.nn.Linear)
     assert loaded.model.lm_head.weight is loaded.model.embed_tokens.weight  # tied
 
@@ -48,8 +49,6 @@ def test_bundled_model_is_cached_under_gen_home(real_model: Any) -> None:
 
 
 def test_kernels_switched_off_load_the_packed_pytorch_layers() -> None:
-    from gen.engine.config import EngineConfig
-
     off = EngineConfig.from_env({"GEN_KERNELS": "0"})
     assert off.kernels is False
     loaded = load_model(BUNDLED_NAME, off)

@@ -664,6 +664,19 @@ void fdot_rows16(const float* x, const float* xt, int64_t M, int64_t K, const fl
 // dot_block's operations in its order; then each half is folded as fold() does. The same
 // bits as linear_range at AVX2.
 
+// fold() of each half of MB x NP paired accumulators: sums[i * 2 * NP + 2 * p] from
+// lanes 0..7 of acc[i][p], the next from lanes 8..15
+template <int MB, int NP>
+inline void fold_pairs(const __m512 (&acc)[MB][NP], float* sums) {
+  __m256 halves[MB * 2 * NP];
+  for (int i = 0; i < MB; ++i)
+    for (int p = 0; p < NP; ++p) {
+      halves[(i * NP + p) * 2] = _mm512_castps512_ps256(acc[i][p]);
+      halves[(i * NP + p) * 2 + 1] = _mm512_extractf32x8_ps(acc[i][p], 1);
+    }
+  fold_all(halves, MB * 2 * NP, sums);
+}
+
 // MB rows of x against 2 * NP rows of W (dot_block<MB, 2 * NP>'s sums)
 template <int MB, int NP>
 inline void dot_block16(const float* x, int64_t ldx, const float* w, int64_t K, float* y,
@@ -685,14 +698,8 @@ inline void dot_block16(const float* x, int64_t ldx, const float* w, int64_t K, 
       for (int p = 0; p < NP; ++p) acc[i][p] = _mm512_fmadd_ps(xv, wv[p], acc[i][p]);
     }
   }
-  __m256 halves[MB * 2 * NP];
-  for (int i = 0; i < MB; ++i)
-    for (int p = 0; p < NP; ++p) {
-      halves[(i * NP + p) * 2] = _mm512_castps512_ps256(acc[i][p]);
-      halves[(i * NP + p) * 2 + 1] = _mm512_extractf32x8_ps(acc[i][p], 1);
-    }
   float sums[MB * 2 * NP];
-  fold_all(halves, MB * 2 * NP, sums);
+  fold_pairs<MB, NP>(acc, sums);
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < 2 * NP; ++j) {
       float s = sums[i * 2 * NP + j];
@@ -776,14 +783,8 @@ inline void pdot_block16(const float* x, int64_t ldx, const uint8_t* group, int6
       }
     }
   }
-  __m256 halves[MB * 2 * NP];
-  for (int i = 0; i < MB; ++i)
-    for (int p = 0; p < NP; ++p) {
-      halves[(i * NP + p) * 2] = _mm512_castps512_ps256(acc[i][p]);
-      halves[(i * NP + p) * 2 + 1] = _mm512_extractf32x8_ps(acc[i][p], 1);
-    }
   float sums[MB * 2 * NP];
-  fold_all(halves, MB * 2 * NP, sums);
+  fold_pairs<MB, NP>(acc, sums);
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < 2 * NP; ++j) {
       float s = sums[i * 2 * NP + j];

@@ -437,7 +437,10 @@ void block_sums(const float* x, int64_t M, int64_t K, float* sx) {
 }
 
 // MB rows of x (sx: their block sums) against GB packed Q4 groups, the first at w: each
-// output in the order above. MB x GB x 2 chains run side by side.
+// output in the order above. MB x GB x 2 chains run side by side. x and sx are a tile of
+// MB rows as interleave() lays them out: block b's element kk of row i at
+// x[(b * 32 + kk) * MB + i], its sum at sx[b * MB + i] (a row's broadcasts sit at fixed
+// offsets, with no address kept per row).
 template <int T, int MB, int GB>
 inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t* w,
                        int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
@@ -456,7 +459,7 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
     __m256 lo[MB][GB], hi[MB][GB];
     for (int i = 0; i < MB; ++i)
       for (int g = 0; g < GB; ++g) lo[i][g] = hi[i][g] = _mm256_setzero_ps();
-    const float* xb = x + b * kBlock;
+    const float* xb = x + b * kBlock * MB;
 #pragma GCC unroll 16
     for (int kk = 0; kk < 16; ++kk)
 #pragma GCC unroll 4
@@ -466,8 +469,8 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
         const __m256 ql = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0F)));
         const __m256 qh = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
         for (int i = 0; i < MB; ++i) {
-          lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + i * K + kk), ql, lo[i][g]);
-          hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + i * K + 16 + kk), qh, hi[i][g]);
+          lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + kk * MB + i), ql, lo[i][g]);
+          hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + (16 + kk) * MB + i), qh, hi[i][g]);
         }
       }
     for (int g = 0; g < GB; ++g) {
@@ -475,7 +478,7 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
       const __m256 m = T == kQ4_1 ? scales8(p[g] + 2 * kPackRows) : _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
       for (int i = 0; i < MB; ++i) {
         acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
-        acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + i * blocks + b), acc[i][g]);
+        acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
       }
     }
   }
@@ -504,8 +507,26 @@ void fdot_groups(const float* x, int64_t K, const float* sx, const uint8_t* w,
   for (; g < g1; ++g) run(std::integral_constant<int, 1>(), g);
 }
 
-// M rows of x (sx: their block sums) against packed Q4 groups [g0, g1): tiles of up to
-// four rows of x pass over a run of groups small enough to stay in L2
+constexpr int64_t kTile8 = 4, kTile16 = 8;  // rows of x per tile, AVX2 and AVX-512
+
+// x (M rows of K) and sx (their block sums) copied tile by tile (`tile` rows, fewer in the
+// last) into the order fdot_block reads them: element kk of block b of row i of a tile
+// of mb rows starting at row m at xt[m * K + (b * 32 + kk) * mb + i], its block sum at
+// st[m * K / 32 + b * mb + i]
+void interleave(const float* x, const float* sx, int64_t M, int64_t K, int64_t tile, float* xt,
+                float* st) {
+  const int64_t blocks = K / kBlock;
+  for (int64_t m = 0; m < M; m += tile) {
+    const int64_t mb = std::min(tile, M - m);
+    for (int64_t i = 0; i < mb; ++i) {
+      for (int64_t k = 0; k < K; ++k) xt[m * K + k * mb + i] = x[(m + i) * K + k];
+      for (int64_t b = 0; b < blocks; ++b) st[m * blocks + b * mb + i] = sx[(m + i) * blocks + b];
+    }
+  }
+}
+
+// M rows of x (sx: their block sums; both interleaved in tiles of kTile8) against packed
+// Q4 groups [g0, g1): the tiles pass over a run of groups small enough to stay in L2
 template <int T>
 void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
                int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
@@ -514,11 +535,11 @@ void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint
   const int64_t blocks = K / kBlock;
   for (int64_t r0 = g0; r0 < g1; r0 += run) {
     const int64_t r1 = std::min(g1, r0 + run);
-    for (int64_t m = 0; m < M; m += 4) {
+    for (int64_t m = 0; m < M; m += kTile8) {
       const float* xm = x + m * K;
       const float* sm = sx + m * blocks;
       float* ym = y + m * N;
-      switch (std::min<int64_t>(4, M - m)) {
+      switch (std::min<int64_t>(kTile8, M - m)) {
         case 4: fdot_groups<T, 4>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
         case 3: fdot_groups<T, 3>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
         case 2: fdot_groups<T, 2>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
@@ -597,61 +618,41 @@ inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8
   }
 }
 
-// MB rows of x against packed Q4 groups [g0, g1), two at a time (xt, st: x and its block
-// sums interleaved); a group left over goes through fdot_block (the same bits)
+// MB rows of x against packed Q4 groups [g0, g1), two at a time; a group left over goes
+// through fdot_block (the same bits)
 template <int T, int MB>
-void fdot_groups16(const float* x, const float* xt, int64_t K, const float* sx, const float* st,
-                   const uint8_t* w, int64_t group_bytes, const float* bias, float* y, int64_t N,
-                   int64_t g0, int64_t g1) {
+void fdot_groups16(const float* x, int64_t K, const float* sx, const uint8_t* w,
+                   int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
+                   int64_t g1) {
   auto at = [&](int64_t g) { return bias == nullptr ? nullptr : bias + g * kPackRows; };
   int64_t g = g0;
   for (; g + 2 <= g1; g += 2)
-    fdot_block16<T, MB>(xt, K, st, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
+    fdot_block16<T, MB>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
   if (g < g1) fdot_block<T, MB, 1>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
 }
 
-constexpr int64_t kTile16 = 8;  // rows of x per tile
-
-// x (M rows of K) and sx (their block sums) copied tile by tile (kTile16 rows, fewer in
-// the last) into the order fdot_block16 reads them: element kk of block b of row i of a
-// tile of mb rows starting at row m at xt[m * K + (b * 32 + kk) * mb + i], its block sum
-// at st[m * K / 32 + b * mb + i]. A row's broadcasts then sit at fixed offsets.
-void interleave(const float* x, const float* sx, int64_t M, int64_t K, float* xt, float* st) {
-  const int64_t blocks = K / kBlock;
-  for (int64_t m = 0; m < M; m += kTile16) {
-    const int64_t mb = std::min(kTile16, M - m);
-    for (int64_t i = 0; i < mb; ++i) {
-      for (int64_t k = 0; k < K; ++k) xt[m * K + k * mb + i] = x[(m + i) * K + k];
-      for (int64_t b = 0; b < blocks; ++b) st[m * blocks + b * mb + i] = sx[(m + i) * blocks + b];
-    }
-  }
-}
-
-// fdot_rows with sixteen lanes (xt, st: interleave()'s copies of x and sx): tiles of up to
-// kTile16 rows of x pass over a run of groups small enough to stay in L2
+// fdot_rows with sixteen lanes (x and sx interleaved in tiles of kTile16)
 template <int T>
-void fdot_rows16(const float* x, const float* xt, int64_t M, int64_t K, const float* sx,
-                 const float* st, const uint8_t* w, int64_t group_bytes, const float* bias,
-                 float* y, int64_t N, int64_t g0, int64_t g1) {
+void fdot_rows16(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
+                 int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
+                 int64_t g1) {
   const int64_t run = std::max<int64_t>(2, (128 * 1024) / group_bytes);
   const int64_t blocks = K / kBlock;
   for (int64_t r0 = g0; r0 < g1; r0 += run) {
     const int64_t r1 = std::min(g1, r0 + run);
     for (int64_t m = 0; m < M; m += kTile16) {
       const float* xm = x + m * K;
-      const float* xtm = xt + m * K;
       const float* sm = sx + m * blocks;
-      const float* stm = st + m * blocks;
       float* ym = y + m * N;
       switch (std::min<int64_t>(kTile16, M - m)) {
-        case 8: fdot_groups16<T, 8>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 7: fdot_groups16<T, 7>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 6: fdot_groups16<T, 6>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 5: fdot_groups16<T, 5>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 4: fdot_groups16<T, 4>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 3: fdot_groups16<T, 3>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 2: fdot_groups16<T, 2>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
-        default: fdot_groups16<T, 1>(xm, xtm, K, sm, stm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 8: fdot_groups16<T, 8>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 7: fdot_groups16<T, 7>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 6: fdot_groups16<T, 6>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 5: fdot_groups16<T, 5>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 4: fdot_groups16<T, 4>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 3: fdot_groups16<T, 3>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        case 2: fdot_groups16<T, 2>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
+        default: fdot_groups16<T, 1>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
       }
     }
   }
@@ -1191,18 +1192,19 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   std::vector<float> sx(M * (K / kBlock));
   block_sums(xp, M, K, sx.data());
   const bool wide = g_isa == kIsaAvx512;
-  std::vector<float> xt(wide ? M * K : 0), st(wide ? sx.size() : 0);
-  if (wide) interleave(xp, sx.data(), M, K, xt.data(), st.data());
+  // x and sx in the kernels' tiles (one row is its own tile)
+  std::vector<float> xt(M > 1 ? M * K : 0), st(M > 1 ? sx.size() : 0);
+  if (M > 1) interleave(xp, sx.data(), M, K, wide ? kTile16 : kTile8, xt.data(), st.data());
+  const float* xq = M > 1 ? xt.data() : xp;
+  const float* sq = M > 1 ? st.data() : sx.data();
   at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
     if (wide) {
-      if (type == kQ4_1)
-        fdot_rows16<kQ4_1>(xp, xt.data(), M, K, sx.data(), st.data(), wp, group_bytes, bp, yp, N, g0, g1);
-      else
-        fdot_rows16<kQ4_0>(xp, xt.data(), M, K, sx.data(), st.data(), wp, group_bytes, bp, yp, N, g0, g1);
+      if (type == kQ4_1) fdot_rows16<kQ4_1>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+      else fdot_rows16<kQ4_0>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
     } else if (type == kQ4_1) {
-      fdot_rows<kQ4_1>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
+      fdot_rows<kQ4_1>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
     } else {
-      fdot_rows<kQ4_0>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
+      fdot_rows<kQ4_0>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
     }
   });
   return y;

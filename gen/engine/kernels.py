@@ -12,6 +12,11 @@ cached under `$GEN_HOME/kernels/` (by default `~/.cache/gen/kernels/`), keyed by
 the build depends on. Where it cannot be built (no compiler, a CPU without AVX2 and
 FMA), `load()` returns None, a warning says why, and the engine uses the PyTorch forms:
 the same model, slower. `GEN_KERNELS=0` (EngineConfig.kernels) does that on purpose.
+
+The same build holds AVX-512 versions of the matrix products, which the library picks
+when it loads where the CPU and the OS take AVX-512 F, BW, VL and DQ (`isa()` says which
+is in use; `GEN_KERNELS=avx2` keeps a process at AVX2, `use_isa()` switches). They give
+the same bits as the AVX2 ones: each lane does its AVX2 lane's operations in order.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-// Float32 CPU kernels for the decode engine (AVX2 + FMA, and AVX-512 for the quantised
+// Float32 CPU kernels for the decode engine (AVX2 + FMA, and AVX-512 for the matrix
 // products where the CPU has it, chosen at run time), built on first use by
 // gen/engine/kernels.py. Every kernel computes each output row from its own input row
 // in one fixed order of operations, so a row's result never depends on how many other
@@ -577,8 +577,7 @@ inline __m512 halves16(const uint8_t* a, const uint8_t* b) {
 template <int T, int MB>
 inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8_t* w,
                          int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
-  // x and sx as interleave() lays them out: block b's element kk of row i at
-  // x[(b * 32 + kk) * MB + i], its sum at sx[b * MB + i]
+  // (x and sx: a tile of MB rows as interleave() lays them out, as for fdot_block)
   constexpr int64_t bb = pack_bytes<T>();
   const int64_t blocks = K / kBlock;
   __m512 acc[MB];

@@ -44,6 +44,14 @@ int detect_isa() {
 
 int g_isa = detect_isa();
 
+// f(std::integral_constant<int, rows>()) for a run-time count of rows from 1 to MB: the
+// kernels' tile sizes are template parameters
+template <int MB, class F>
+inline void with_rows(int64_t rows, F&& f) {
+  if (rows == MB) return f(std::integral_constant<int, MB>());
+  if constexpr (MB > 1) with_rows<MB - 1>(rows, f);
+}
+
 // ---------------------------------------------------------------- linear: y = x W^T + b
 
 // the 8 lanes of a dot-product accumulator, added in a fixed order
@@ -120,8 +128,6 @@ void dot_rows(const float* x, int64_t K, const float* w, const float* bias, floa
 
 void linear_range16(const float* x, int64_t M, int64_t K, const float* w, const float* bias,
                     float* y, int64_t N, int64_t n0, int64_t n1);
-void pdot_rows16(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
-                 const float* bias, float* y, int64_t N, int64_t g0, int64_t g1);
 
 void linear_range(const float* x, int64_t M, int64_t K, const float* w, const float* bias,
                   float* y, int64_t N, int64_t n0, int64_t n1) {
@@ -396,34 +402,6 @@ void unpack_groups(const uint8_t* w, int64_t group_bytes, int64_t K, int64_t g0,
     }
 }
 
-// M rows of x against packed Q8_0 groups [g0, g1)
-void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
-               const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
-  if (M > 8) {
-    // prompts and batches: a slab of float32 rows in L2 through the float32 kernel (from
-    // 16 rows it beats the blocks unpacked in registers)
-    const int64_t slab = std::max<int64_t>(3, (96 * 1024) / (K * 4) / 24 * 3);  // groups
-    std::vector<float> buf(slab * kPackRows * K);
-    for (int64_t s0 = g0; s0 < g1; s0 += slab) {
-      const int64_t s1 = std::min(g1, s0 + slab);
-      unpack_groups(w, group_bytes, K, s0, s1, buf.data());
-      const int64_t n0 = s0 * kPackRows;
-      linear_range(x, M, K, buf.data() - n0 * K, bias, y, N, n0, s1 * kPackRows);
-    }
-    return;
-  }
-  if (g_isa == kIsaAvx512) return pdot_rows16(x, M, K, w, group_bytes, bias, y, N, g0, g1);
-  switch (M) {  // decoding: the blocks unpacked in registers for all M rows at once
-    case 8: pdot_groups<8>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 7: pdot_groups<7>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 6: pdot_groups<6>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 5: pdot_groups<5>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 4: pdot_groups<4>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 3: pdot_groups<3>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 2: pdot_groups<2>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    default: pdot_groups<1>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-  }
-}
 
 // the sum of each block of 32 of x (M rows of K, contiguous) into sx (M * K / 32), in one
 // fixed order: the four groups of 8 added lane-wise, (g0 + g1) + (g2 + g3), then fold()
@@ -527,31 +505,6 @@ void interleave(const float* x, const float* sx, int64_t M, int64_t K, int64_t t
   }
 }
 
-// M rows of x (sx: their block sums; both interleaved in tiles of kTile8) against packed
-// Q4 groups [g0, g1): the tiles pass over a run of groups small enough to stay in L2
-template <int T>
-void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
-               int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
-               int64_t g1) {
-  const int64_t run = std::max<int64_t>(2, (128 * 1024) / group_bytes);
-  const int64_t blocks = K / kBlock;
-  for (int64_t r0 = g0; r0 < g1; r0 += run) {
-    const int64_t r1 = std::min(g1, r0 + run);
-    for (int64_t m = 0; m < M; m += kTile8) {
-      const float* xm = x + m * K;
-      const float* sm = sx + m * blocks;
-      float* ym = y + m * N;
-      switch (std::min<int64_t>(kTile8, M - m)) {
-        case 6: fdot_groups<T, 6>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 5: fdot_groups<T, 5>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 4: fdot_groups<T, 4>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 3: fdot_groups<T, 3>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 2: fdot_groups<T, 2>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        default: fdot_groups<T, 1>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-      }
-    }
-  }
-}
 
 // ------------------------------------------------ AVX-512: the same sums, sixteen lanes
 //
@@ -634,32 +587,6 @@ void fdot_groups16(const float* x, int64_t K, const float* sx, const uint8_t* w,
   if (g < g1) fdot_block<T, MB, 1>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
 }
 
-// fdot_rows with sixteen lanes (x and sx interleaved in tiles of kTile16)
-template <int T>
-void fdot_rows16(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
-                 int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
-                 int64_t g1) {
-  const int64_t run = std::max<int64_t>(2, (128 * 1024) / group_bytes);
-  const int64_t blocks = K / kBlock;
-  for (int64_t r0 = g0; r0 < g1; r0 += run) {
-    const int64_t r1 = std::min(g1, r0 + run);
-    for (int64_t m = 0; m < M; m += kTile16) {
-      const float* xm = x + m * K;
-      const float* sm = sx + m * blocks;
-      float* ym = y + m * N;
-      switch (std::min<int64_t>(kTile16, M - m)) {
-        case 8: fdot_groups16<T, 8>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 7: fdot_groups16<T, 7>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 6: fdot_groups16<T, 6>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 5: fdot_groups16<T, 5>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 4: fdot_groups16<T, 4>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 3: fdot_groups16<T, 3>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        case 2: fdot_groups16<T, 2>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-        default: fdot_groups16<T, 1>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1); break;
-      }
-    }
-  }
-}
 
 // ---------------------------------------------- AVX-512: linear's sums, two rows a register
 //
@@ -730,13 +657,6 @@ void dot_rows16(const float* x, int64_t K, const float* w, const float* bias, fl
     dot_block<MB, 1>(x, K, w + n * K, K, y + n, N, bias == nullptr ? nullptr : bias + n);
 }
 
-// dot_rows16<rows> for rows from 1 to MB, chosen at run time
-template <int MB>
-void dot_rows16_upto(int64_t rows, const float* x, int64_t K, const float* w, const float* bias,
-                     float* y, int64_t N, int64_t n0, int64_t n1) {
-  if (rows == MB) return dot_rows16<MB>(x, K, w, bias, y, N, n0, n1);
-  if constexpr (MB > 1) dot_rows16_upto<MB - 1>(rows, x, K, w, bias, y, N, n0, n1);
-}
 
 // linear_range's tiles, with dot_rows16
 void linear_range16(const float* x, int64_t M, int64_t K, const float* w, const float* bias,
@@ -748,8 +668,9 @@ void linear_range16(const float* x, int64_t M, int64_t K, const float* w, const 
     for (int64_t m0 = 0; m0 < M; m0 += kTile) {
       const int64_t m1 = std::min(M, m0 + kTile);
       for (int64_t m = m0; m < m1; m += kRowsX16)
-        dot_rows16_upto<kRowsX16>(std::min<int64_t>(kRowsX16, m1 - m), x + m * K, K, w, bias,
-                                  y + m * N, N, s0, s1);
+        with_rows<kRowsX16>(std::min<int64_t>(kRowsX16, m1 - m), [&](auto rows) {
+          dot_rows16<decltype(rows)::value>(x + m * K, K, w, bias, y + m * N, N, s0, s1);
+        });
     }
   }
 }
@@ -809,21 +730,57 @@ void pdot_groups16(const float* x, int64_t K, const uint8_t* w, int64_t group_by
                            bias == nullptr ? nullptr : bias + g * kPackRows);
 }
 
-void pdot_rows16(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
-                 const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
-  switch (M) {
-    case 8: pdot_groups16<8>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 7: pdot_groups16<7>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 6: pdot_groups16<6>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 5: pdot_groups16<5>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 4: pdot_groups16<4>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 3: pdot_groups16<3>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    case 2: pdot_groups16<2>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
-    default: pdot_groups16<1>(x, K, w, group_bytes, bias, y, N, g0, g1); break;
+
+#pragma GCC pop_options
+
+// M rows of x (sx: their block sums; both interleaved in tiles of kTile16 rows if Wide, else
+// kTile8) against packed Q4 groups [g0, g1), on AVX-512 if Wide: the tiles pass over a run
+// of groups small enough to stay in L2
+template <int T, bool Wide>
+void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
+               int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
+               int64_t g1) {
+  constexpr int64_t tile = Wide ? kTile16 : kTile8;
+  const int64_t run = std::max<int64_t>(2, (128 * 1024) / group_bytes);
+  const int64_t blocks = K / kBlock;
+  for (int64_t r0 = g0; r0 < g1; r0 += run) {
+    const int64_t r1 = std::min(g1, r0 + run);
+    for (int64_t m = 0; m < M; m += tile) {
+      const float* xm = x + m * K;
+      const float* sm = sx + m * blocks;
+      float* ym = y + m * N;
+      with_rows<tile>(std::min(tile, M - m), [&](auto rows) {
+        constexpr int MB = decltype(rows)::value;
+        if constexpr (Wide) fdot_groups16<T, MB>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1);
+        else fdot_groups<T, MB>(xm, K, sm, w, group_bytes, bias, ym, N, r0, r1);
+      });
+    }
   }
 }
 
-#pragma GCC pop_options
+// M rows of x against packed Q8_0 groups [g0, g1)
+void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t group_bytes,
+               const float* bias, float* y, int64_t N, int64_t g0, int64_t g1) {
+  if (M > 8) {
+    // prompts and batches: a slab of float32 rows in L2 through the float32 kernel (from
+    // 16 rows it beats the blocks unpacked in registers)
+    const int64_t slab = std::max<int64_t>(3, (96 * 1024) / (K * 4) / 24 * 3);  // groups
+    std::vector<float> buf(slab * kPackRows * K);
+    for (int64_t s0 = g0; s0 < g1; s0 += slab) {
+      const int64_t s1 = std::min(g1, s0 + slab);
+      unpack_groups(w, group_bytes, K, s0, s1, buf.data());
+      const int64_t n0 = s0 * kPackRows;
+      linear_range(x, M, K, buf.data() - n0 * K, bias, y, N, n0, s1 * kPackRows);
+    }
+    return;
+  }
+  // decoding: the blocks unpacked in registers for all M rows at once
+  with_rows<8>(M, [&](auto rows) {
+    constexpr int MB = decltype(rows)::value;
+    if (g_isa == kIsaAvx512) pdot_groups16<MB>(x, K, w, group_bytes, bias, y, N, g0, g1);
+    else pdot_groups<MB>(x, K, w, group_bytes, bias, y, N, g0, g1);
+  });
+}
 
 // groups [g0, g1) of blocks w (N, blocks per row) packed into out, in the layouts above
 template <int T>
@@ -1201,14 +1158,10 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   const float* xq = M > 1 ? xt.data() : xp;
   const float* sq = M > 1 ? st.data() : sx.data();
   at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
-    if (wide) {
-      if (type == kQ4_1) fdot_rows16<kQ4_1>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-      else fdot_rows16<kQ4_0>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    } else if (type == kQ4_1) {
-      fdot_rows<kQ4_1>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    } else {
-      fdot_rows<kQ4_0>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    }
+    if (wide && type == kQ4_1) fdot_rows<kQ4_1, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+    else if (wide) fdot_rows<kQ4_0, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+    else if (type == kQ4_1) fdot_rows<kQ4_1, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+    else fdot_rows<kQ4_0, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
   });
   return y;
 }

@@ -149,7 +149,7 @@ def run_bench(
         "dtype": loaded.dtype,
         "threads": torch.get_num_threads(),
         "kernels": loaded.model.kernels is not None,  # gen.engine.kernels compiled and in use
-        # the instruction set the quantised products run on (avx2, avx512), where in use
+        # the instruction set the matrix products run on (avx2, avx512), where in use
         "isa": loaded.model.kernels.isa() if loaded.model.kernels is not None else None,
     }
 

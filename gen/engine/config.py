@@ -65,10 +65,11 @@ class EngineConfig:
                 raise ConfigError(f"GEN_DTYPE must be one of {', '.join(DTYPES)}, "
                                   f"got {env['GEN_DTYPE']!r}")  # fmt: skip
             values["dtype"] = env["GEN_DTYPE"]
-        if env.get("GEN_KERNELS", "1") not in KERNELS:
+        kernels = env.get("GEN_KERNELS", "1")
+        if kernels not in KERNELS:
             raise ConfigError(f"GEN_KERNELS must be one of {', '.join(KERNELS)}, "
-                              f"got {env['GEN_KERNELS']!r}")  # fmt: skip
-        if env.get("GEN_KERNELS", "1") == "0":
+                              f"got {kernels!r}")  # fmt: skip
+        if kernels == "0":
             values["kernels"] = False
         if env.get("GEN_KV_BUDGET_MB"):
             values["kv_budget_bytes"] = _megabytes("GEN_KV_BUDGET_MB", env["GEN_KV_BUDGET_MB"])

@@ -166,8 +166,8 @@ def own_dtype(spec: ModelSpec, config: EngineConfig) -> str:
 def load_model(
     spec: str | ModelSpec, config: EngineConfig | None = None, packed: bool = True
 ) -> LoadedModel:
-    """The model in config's dtype (none: own_dtype's, gguf for a GGUF file, else
-    float32): float32; gguf (a GGUF file's own
+    """The model in config's dtype, or where none is given in own_dtype's (gguf for a
+    GGUF file, float32 otherwise): float32; gguf (a GGUF file's own
     quantised blocks, read in place by the kernels: the same weights as float32 on that
     file, from a sixth of the bytes; Q4 blocks summed in their own order); q8 (Q8_0
     blocks made from float weights at load, cached in $GEN_HOME/q8: a Hugging Face

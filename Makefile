@@ -59,7 +59,7 @@ bench: $(STAMP)
 # gen beside llama.cpp on the same GGUF: builds llama-bench and llama-server once (from
 # llama-cpp-python's vendored source, 10-20 minutes on 2 cores) into $GEN_HOME/peers.
 bench-peers: $(STAMP)
-	$(BIN)/python -m gen.bench_peers build
+	$(BIN)/python -m gen.bench.peers build
 	$(BIN)/gen bench --peers --dtype gguf
 
 # Optional: gen's openai: backend against a third-party server (llama-cpp-python's, which

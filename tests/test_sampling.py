@@ -52,7 +52,7 @@ def test_a_tiny_temperature_is_greedy() -> None:
 def test_the_shared_value_types_import_no_torch() -> None:
     code = (
         "import sys, gen.sampling, gen.home, gen.backends.openai, gen.backends.collect,"
-        " gen.server.openai_api, gen.server.openai_responses, gen.server.openapi;"
+        " gen.server.openai.requests, gen.server.openai.responses, gen.server.openapi;"
         " print('torch' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -89,7 +89,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from gen.pipeline.records import read_records
     from gen.pipeline.run.batch import Batch
     from gen.pipeline.run.rundir import check_out_dir
-    from gen.pipeline.words import slugify
+    from gen.text.words import slugify
 
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")

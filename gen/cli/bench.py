@@ -72,7 +72,7 @@ def _positive(text: str) -> int:
 
 
 def _quality_cases(text: str) -> list[str]:
-    from gen.bench_quality import CASE_NAMES
+    from gen.bench.quality import CASE_NAMES
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in CASE_NAMES]
@@ -106,7 +106,7 @@ def _quality_row(x: dict[str, Any], seeds: int) -> tuple[str, ...]:
 def _bench_quality(args: argparse.Namespace, note: Any) -> int:
     from pathlib import Path
 
-    from gen.bench_quality import run_quality
+    from gen.bench.quality import run_quality
 
     out = Path(args.out) if args.out else None
     r = run_quality(
@@ -137,7 +137,7 @@ OUTLINE_CHECKS = (
 def _bench_outlines(args: argparse.Namespace, note: Any) -> int:
     from pathlib import Path
 
-    from gen.bench_outline import run_outlines
+    from gen.bench.outlines import run_outlines
 
     out = Path(args.out) if args.out else None
     r = run_outlines(args.model or default_model(), note, out, engine_config(args))
@@ -156,7 +156,7 @@ def _bench_outlines(args: argparse.Namespace, note: Any) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from gen.bench import run_bench
+    from gen.bench.engine import run_bench
 
     def note(msg: str) -> None:
         print(f"bench: {msg} ...", file=sys.stderr, flush=True)

@@ -105,7 +105,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def context_notes(pipeline: Pipeline) -> list[str]:
     """How each section's `context:` reaches the model: where its template places it, or
     as a labelled block gen adds before the instructions."""
-    from gen.pipeline.render import unplaced_context
+    from gen.pipeline.templates.render import unplaced_context
 
     notes = []
     for section in pipeline.sections:

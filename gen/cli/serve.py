@@ -173,7 +173,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from gen.backends.local import LocalBackend
     from gen.models import load_model, resolve
     from gen.server.app import create_app
-    from gen.server.run_manager import RunLimits, RunManager
+    from gen.server.runs.manager import RunLimits, RunManager
     from gen.server.security import is_loopback
     from gen.server.state import ServerConfig
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, Any
 
-from gen.pipeline.render import document_title
 from gen.pipeline.spec import Pipeline, Section
+from gen.pipeline.templates.render import document_title
 
 
 class DocumentStream:

@@ -24,7 +24,7 @@ import torch
 
 from gen.engine.detokenizer import Tokenizer
 from gen.sampling import SamplingParams
-from gen.scripts import spaced_letter
+from gen.text.scripts import spaced_letter
 
 # llama.cpp caps DRY's exponent so that base ** exponent stays within float32
 FLOAT_MAX_LOG = 88.7228391

@@ -1,16 +1,17 @@
-"""Exports of a run's document.md (DESIGN.md §9): `document.<ext>` beside it for html, docx and
+"""Exports of a run's document.md (docs/design.md §9): `document.<ext>` beside it for html, docx and
 pdf; md is the document itself. Every format is rendered before any file is written, and each
 file is written atomically, so a failed export leaves no partial file and document.md as it was."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gen.export.errors import ExportError
 from gen.export.html import guess_lang, markdown_html
-from gen.export.markdown import headings, parser
-from gen.pipeline.run.rundir import RunDir, atomic_write
+from gen.files import atomic_write
+from gen.text.markdown import headings, parser
 
 FORMATS = ("md", "html", "docx", "pdf")
 
@@ -36,8 +37,7 @@ def export_document(run_dir: Path, formats: Sequence[str]) -> list[Path]:
     """Write `document.<ext>` for each format into `run_dir`; returns the paths, one per
     format in the order given (for md, document.md itself)."""
     wanted = parse_formats(formats)
-    run = RunDir(run_dir)
-    source = run.document_path
+    source = run_dir / "document.md"
     if not run_dir.is_dir():
         raise ExportError(f"{run_dir}: not a run directory (no such folder)", exit_code=2)
     if not source.is_file():
@@ -49,7 +49,7 @@ def export_document(run_dir: Path, formats: Sequence[str]) -> list[Path]:
         markdown = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ExportError(f"{source}: cannot read it: {exc}", exit_code=2) from None
-    title = _title(run, markdown)
+    title = _title(run_dir, markdown)
     rendered = {fmt: _render(fmt, markdown, title) for fmt in wanted if fmt != "md"}
     for fmt, data in rendered.items():
         path = run_dir / f"document.{fmt}"
@@ -60,10 +60,10 @@ def export_document(run_dir: Path, formats: Sequence[str]) -> list[Path]:
     return [source if fmt == "md" else run_dir / f"document.{fmt}" for fmt in wanted]
 
 
-def _title(run: RunDir, markdown: str) -> str:
+def _title(run_dir: Path, markdown: str) -> str:
     """The manifest's title, else the document's first `#` heading, else the pipeline's name."""
     try:
-        manifest = run.read_manifest() or {}
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         manifest = {}
     if not isinstance(manifest, dict):
@@ -71,7 +71,7 @@ def _title(run: RunDir, markdown: str) -> str:
     if isinstance(manifest.get("title"), str) and manifest["title"].strip():
         return str(manifest["title"]).strip()
     first = next((h.text for h in headings(parser().parse(markdown)) if h.level == 1), "")
-    return first or str(manifest.get("pipeline") or run.path.name)
+    return first or str(manifest.get("pipeline") or run_dir.name)
 
 
 def _render(fmt: str, markdown: str, title: str) -> str | bytes:

@@ -11,7 +11,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from gen.export.markdown import Heading, headings, parser
+from gen.text.markdown import Heading, headings, parser
 
 _STYLE = """
 body{font:17px/1.6 system-ui,-apple-system,"Segoe UI","Noto Sans","DejaVu Sans",

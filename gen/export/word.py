@@ -11,7 +11,7 @@ from typing import Any
 import docx
 from markdown_it.token import Token
 
-from gen.export.markdown import parser
+from gen.text.markdown import parser
 
 _CODE_FONT = "Courier New"
 

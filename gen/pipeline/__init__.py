@@ -6,14 +6,6 @@ Static half only: nothing here loads a model or talks to a backend.
 from __future__ import annotations
 
 from gen.pipeline.graph import DependencyCycle
-from gen.pipeline.listparse import parse_list
-from gen.pipeline.render import (
-    document_title,
-    render_document,
-    render_prompt,
-    render_system,
-    render_title,
-)
 from gen.pipeline.spec import (
     ContextSettings,
     DocumentSpec,
@@ -21,15 +13,23 @@ from gen.pipeline.spec import (
     Pipeline,
     Section,
 )
-from gen.pipeline.validate import load_pipeline, load_pipeline_text
-from gen.pipeline.variables import (
+from gen.pipeline.templates.render import (
+    document_title,
+    render_document,
+    render_prompt,
+    render_system,
+    render_title,
+)
+from gen.pipeline.templates.variables import (
     SectionMap,
     SectionResult,
     document_variables,
     foreach_items,
     prompt_variables,
 )
-from gen.pipeline.words import count_words, length_score, slugify
+from gen.pipeline.validate import load_pipeline, load_pipeline_text
+from gen.text.listparse import parse_list
+from gen.text.words import count_words, length_score, slugify
 
 __all__ = [
     "ContextSettings",

@@ -16,8 +16,8 @@ from typing import Any
 from gen.errors import ConfigError
 from gen.pipeline.inputs import unusable
 from gen.pipeline.snippet import decode_source
-from gen.pipeline.words import slugify
 from gen.pipeline.yaml_loader import load_yaml
+from gen.text.words import slugify
 
 FORMATS = (".csv", ".jsonl", ".yaml", ".yml")
 _EXTRA = "\0extra"  # where csv puts the cells past the header's columns

@@ -10,10 +10,10 @@ from pydantic import BaseModel, ValidationError
 
 from gen.errors import ConfigError
 from gen.pipeline.inputs import shorten, unusable
-from gen.pipeline.render import COUNT_FIELDS
 from gen.pipeline.schema_errors import describe
 from gen.pipeline.spec import GENERATION_FIELDS, Pipeline
 from gen.pipeline.suggest import closest, did_you_mean
+from gen.pipeline.templates.render import COUNT_FIELDS
 from gen.pipeline.yaml_loader import load_yaml
 
 SECTION_KEYS = (*GENERATION_FIELDS, *COUNT_FIELDS)

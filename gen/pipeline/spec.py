@@ -1,4 +1,4 @@
-"""The pipeline schema (DESIGN.md §8) as pydantic models: types and ranges of single values.
+"""The pipeline schema (docs/design.md §8) as pydantic models: types and ranges of single values.
 
 Cross-references (ids, dependencies, templates, variables) are checked in validate.py.
 """

@@ -18,14 +18,14 @@ from gen.pipeline.references import (
     check_references,
     fail,
 )
-from gen.pipeline.render import COUNT_FIELDS, DEFAULT_DOCUMENT, document_path
 from gen.pipeline.schema_errors import schema_error
 from gen.pipeline.setting_overrides import apply_settings, split_overrides
 from gen.pipeline.snippet import decode_source
 from gen.pipeline.spec import Pipeline
-from gen.pipeline.template_env import make_environment, template_dirs
-from gen.pipeline.templates import TemplateSet
-from gen.pipeline.variables import RESERVED, document_scope, input_scope, prompt_scope
+from gen.pipeline.templates.compiled import TemplateSet
+from gen.pipeline.templates.env import make_environment, template_dirs
+from gen.pipeline.templates.render import COUNT_FIELDS, DEFAULT_DOCUMENT, document_path
+from gen.pipeline.templates.variables import RESERVED, document_scope, input_scope, prompt_scope
 from gen.pipeline.yaml_loader import MAX_CHARS, SourceMap, YamlPath, load_yaml
 
 

@@ -20,16 +20,16 @@ from starlette.staticfiles import StaticFiles
 
 from gen.errors import GenError
 from gen.sampling import InvalidParam
-from gen.server.chat import chat_completions
-from gen.server.completions import completions
 from gen.server.errors import APIError, from_exception
-from gen.server.generation import ServedModel
 from gen.server.metrics import CONTENT_TYPE
-from gen.server.openai_responses import Health, ModelCard, ModelList, dump
+from gen.server.openai.chat import chat_completions
+from gen.server.openai.completions import completions
+from gen.server.openai.generation import ServedModel
+from gen.server.openai.responses import Health, ModelCard, ModelList, dump
 from gen.server.openapi import openapi_document
 from gen.server.request import server_state
-from gen.server.run_manager import RunManager
-from gen.server.runs import ROUTES as RUN_ROUTES
+from gen.server.runs.manager import RunManager
+from gen.server.runs.routes import ROUTES as RUN_ROUTES
 from gen.server.security import (
     SESSION_COOKIE,
     BearerAuth,

@@ -10,10 +10,10 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 import gen
-from gen.server import openai_api as req
-from gen.server import openai_responses as res
-from gen.server.openapi_runs import runs_paths
-from gen.server.runs_models import RESPONSES as RUN_MODELS
+from gen.server.openai import requests as req
+from gen.server.openai import responses as res
+from gen.server.runs.models import RESPONSES as RUN_MODELS
+from gen.server.runs.openapi import runs_paths
 
 _MODELS: tuple[type[BaseModel], ...] = (
     req.ChatCompletionRequest,

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from gen.server.body import parse_json
 from gen.server.errors import from_validation
-from gen.server.generation import Place
+from gen.server.openai.generation import Place
 from gen.server.state import ServerState
 
 Body = TypeVar("Body", bound=BaseModel)

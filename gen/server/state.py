@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from gen.errors import ContextOverflowError
 from gen.sampling import SamplingParams
 from gen.server.errors import APIError
-from gen.server.generation import (
+from gen.server.metrics import Metrics
+from gen.server.openai.generation import (
     Admission,
     ConstrainedStream,
     FaultyStream,
@@ -18,8 +19,7 @@ from gen.server.generation import (
     Place,
     ServedModel,
 )
-from gen.server.metrics import Metrics
-from gen.server.openai_api import ChatCompletionRequest, CompletionRequest
+from gen.server.openai.requests import ChatCompletionRequest, CompletionRequest
 
 DEFAULT_MAX_BODY_BYTES = 8 * 2**20
 DEFAULT_BODY_TIMEOUT = 30.0  # seconds a request body may stall before its end

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from gen.bench import PERPLEXITY_TEXTS
+from gen.bench.engine import PERPLEXITY_TEXTS
 from gen.engine import Engine, SamplingParams
 from gen.engine import packed as packed_linears
 from gen.engine.config import EngineConfig
@@ -115,7 +115,7 @@ def test_the_bench_quality_figures_compare_int8_with_float32(
     a prompt: English 55.6 against 48.3, Chinese 18.4 against 15.8; token by token: 52.8
     against 48.3, 17.3 against 15.8. Quantising the down projection on prompts too would
     about double them (see INT8_PROMPT_FLOAT32)."""
-    from gen.bench import quality
+    from gen.bench.engine import quality
 
     q = quality(int8_model, real_model, n=3, tokens=6)
     assert (q["prompts"], q["tokens"]) == (3, 6)

@@ -366,7 +366,7 @@ def test_the_bundled_model_in_its_own_blocks_writes_the_float32_text(
     """The same weights, read from Q4_1 and Q8_0 blocks (the Q4_1 products summed in
     their own order): the same greedy tokens on the bench prompts, Chinese, Thai and
     emoji prompts included, and the same perplexity to 0.01%."""
-    from gen.bench import PERPLEXITY_TEXTS, encode_chat, perplexity, prompts
+    from gen.bench.engine import PERPLEXITY_TEXTS, encode_chat, perplexity, prompts
 
     loaded, reference = bundled_gguf, real_model
     assert loaded.dtype == "gguf"  # type: ignore[attr-defined]
@@ -395,7 +395,7 @@ def test_the_bundled_models_logits_are_the_same_bits_on_every_instruction_set(
     k: ModuleType, bundled_gguf: object, isa: str
 ) -> None:
     """A Chinese and emoji prompt's logits, every position, on `isa` against AVX2's."""
-    from gen.bench import encode_chat, prompt_logits
+    from gen.bench.engine import encode_chat, prompt_logits
 
     loaded = bundled_gguf
     ids = encode_chat(loaded.tokenizer, [{"role": "user", "content": "写一首关于月亮的诗 🌙"}])  # type: ignore[attr-defined]
@@ -479,7 +479,7 @@ def test_q8_blocks_made_at_load_keep_perplexity_and_are_cached(
     """`dtype q8` on a Hugging Face-format directory (the bundled model's float32
     conversion): Q8_0 blocks by gguf-py's rounding, perplexity within 1% of float32 on
     the bench texts, batched = alone, and the blocks cached for the next load."""
-    from gen.bench import PERPLEXITY_TEXTS, perplexity
+    from gen.bench.engine import PERPLEXITY_TEXTS, perplexity
     from gen.engine import quantised
     from gen.models import load_model
     from gen.models.loader import q8_cache

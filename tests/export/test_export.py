@@ -17,7 +17,7 @@ import pytest
 from gen.cli import main
 from gen.export import FORMATS, ExportError, export_document, parse_formats
 from gen.export.html import guess_lang, markdown_html
-from gen.export.markdown import headings, parser, slug
+from gen.text.markdown import headings, parser, slug
 
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -56,7 +56,7 @@ def test_cycles_are_named() -> None:
 
 
 def test_parse_list_takes_a_plural_for_the_same_item() -> None:
-    from gen.pipeline.listparse import parse_list
+    from gen.text.listparse import parse_list
 
     text = "1. Building lighthouses\n2. Building lighthouse\n3. 灯塔的建造\n4. Glass lenses\n"
     assert parse_list(text) == ["Building lighthouses", "灯塔的建造", "Glass lenses"]

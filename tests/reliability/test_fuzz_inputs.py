@@ -36,10 +36,10 @@ from gen.pipeline import (
     render_title,
 )
 from gen.pipeline.records import read_records
-from gen.pipeline.render import COUNT_FIELDS, render_count
 from gen.pipeline.run.batch import Batch
 from gen.pipeline.spec import GENERATION_FIELDS, Section
-from gen.pipeline.variables import SectionResult, prompt_variables
+from gen.pipeline.templates.render import COUNT_FIELDS, render_count
+from gen.pipeline.templates.variables import SectionResult, prompt_variables
 from gen.pipeline.yaml_loader import MAX_DEPTH, load_yaml
 from tests.reliability import hangs, soak
 

@@ -27,10 +27,10 @@ from gen.pipeline import (
     load_pipeline_text,
     prompt_variables,
     render_prompt,
-    template_limits,
 )
 from gen.pipeline.records import read_records
 from gen.pipeline.run.rundir import RunDir
+from gen.pipeline.templates import limits as template_limits
 from tests.pipeline.fake_backend import FakeBackend, install
 from tests.reliability import hangs, soak
 

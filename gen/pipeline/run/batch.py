@@ -20,10 +20,10 @@ from typing import Any
 
 from gen.backends.base import Backend
 from gen.errors import ConfigError, GenError
+from gen.files import atomic_write
 from gen.pipeline import Pipeline, load_pipeline
 from gen.pipeline.records import Record
 from gen.pipeline.run.events import Event
-from gen.pipeline.run.rundir import atomic_write
 from gen.pipeline.run.runner import prepare_run
 
 COLUMNS = (

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Literal
 
-from gen.pipeline.words import count_words, prefix_with_words
+from gen.text.words import count_words, prefix_with_words
 
 # what a round sends: the first prompt, the same sequence decoding on (kv), the prompt with
 # the partial answer as an open assistant message (prefix), or a turn asking to go on

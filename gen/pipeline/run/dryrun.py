@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gen.backends.base import Backend, Message
-from gen.pipeline.render import render_lengths, render_title
 from gen.pipeline.run.events import EventLog
+from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.orchestrator import derive_seed, sibling_titles
-from gen.pipeline.run.records import SectionRecord
 from gen.pipeline.run.runner import context_window
 from gen.pipeline.run.section import RunContext, SectionRun
 from gen.pipeline.spec import Pipeline, Section
-from gen.pipeline.variables import SectionResult, foreach_items, prompt_variables
+from gen.pipeline.templates.render import render_lengths, render_title
+from gen.pipeline.templates.variables import SectionResult, foreach_items, prompt_variables
 
 
 class PlanBackend(Backend, Protocol):

@@ -1,4 +1,4 @@
-"""The run's event stream (DESIGN.md §5): numbered events, written to events.jsonl and
+"""The run's event stream (docs/design.md §5): numbered events, written to events.jsonl and
 handed to every subscriber (progress display, --events, SSE).
 
 The process writing a run holds an exclusive lock on its events.jsonl for as long as the

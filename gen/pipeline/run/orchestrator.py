@@ -16,17 +16,22 @@ from typing import Any
 from gen import __version__
 from gen.errors import ContextOverflowError, GenError
 from gen.export import ExportError, export_document
-from gen.pipeline.coherence import OutlineCheck, check_outline, section_overlap
-from gen.pipeline.listparse import item_title
-from gen.pipeline.render import document_title, render_document, render_lengths, render_title
 from gen.pipeline.run.budget import Fitted
 from gen.pipeline.run.events import EventLog, process_start
-from gen.pipeline.run.records import SectionRecord, run_metrics
+from gen.pipeline.run.manifest import SectionRecord, run_metrics
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.section import RunContext, SectionRun
 from gen.pipeline.spec import Pipeline, Section
-from gen.pipeline.variables import SectionResult, foreach_items, prompt_variables
-from gen.pipeline.words import count_words, length_score
+from gen.pipeline.templates.render import (
+    document_title,
+    render_document,
+    render_lengths,
+    render_title,
+)
+from gen.pipeline.templates.variables import SectionResult, foreach_items, prompt_variables
+from gen.text.coherence import OutlineCheck, check_outline, section_overlap
+from gen.text.listparse import item_title
+from gen.text.words import count_words, length_score
 
 
 def derive_seed(seed: int | None, key: str) -> int | None:

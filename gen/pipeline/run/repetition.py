@@ -8,7 +8,8 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Literal
 
-from gen.pipeline.quality import (
+from gen.text.function_words import CJK_FUNCTION, DETERMINERS, FUNCTION_WORDS
+from gen.text.quality import (
     CLOSERS,
     TERMINATORS,
     Scanner,
@@ -18,7 +19,7 @@ from gen.pipeline.quality import (
     ngrams,
     sentence_key,
 )
-from gen.scripts import spaced_script
+from gen.text.scripts import spaced_script
 
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
 # "item", for a list item refused as a repeat)
@@ -55,14 +56,6 @@ FED_MIN, FED_NEW_WORDS = 16, 0.2
 # few words: fewer than this share of the last VOCAB_WINDOW prose tokens are distinct
 # (prose keeps 0.6-0.8 of a 100-token window distinct; a stuttering loop 0.3-0.4)
 VOCAB_WINDOW, VOCAB_DISTINCT = 100, 0.4
-DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those"})
-FUNCTION_WORDS = DETERMINERS | {
-    "i", "you", "he", "she", "it", "we", "they", "its", "their", "his", "her", "our", "my",
-    "your", "there", "here", "in", "on", "at", "to", "of", "for", "with", "by", "from", "as",
-    "and", "but", "or", "so", "if", "when", "then", "also", "however", "is", "are", "was",
-    "were", "be", "it's",
-}  # fmt: skip
-CJK_FUNCTION = frozenset("的了是在和有我你他她它们这那也就都而与及之其")
 
 
 @dataclass(frozen=True, slots=True)

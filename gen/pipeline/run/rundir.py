@@ -1,4 +1,4 @@
-"""The run directory (DESIGN.md §4): document.md, sections/<id>.md, manifest.json and
+"""The run directory (docs/design.md §4): document.md, sections/<id>.md, manifest.json and
 events.jsonl, every file written atomically (temp file + rename)."""
 
 from __future__ import annotations
@@ -12,29 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gen.errors import ConfigError
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write text (UTF-8) or bytes to a temporary file beside `path`, then rename it over
-    `path`: a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+from gen.files import atomic_write
 
 
 def check_out_dir(out: Path) -> None:

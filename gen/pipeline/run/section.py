@@ -16,11 +16,6 @@ from typing import Any
 from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
-from gen.pipeline.listparse import item_title, parse_json_items, parse_list, title_key
-from gen.pipeline.outline import ItemGuard, Refusal, json_list_schema, list_grammar, tidy_title
-from gen.pipeline.prose import PROSE_REGEX
-from gen.pipeline.quality import measure, ngrams, tokens
-from gen.pipeline.render import document_title, render_count, render_prompt, render_system
 from gen.pipeline.run.budget import Fitted, fit_prompt
 from gen.pipeline.run.continuation import (
     CONTINUE_PROMPT,
@@ -31,17 +26,17 @@ from gen.pipeline.run.continuation import (
 )
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
-from gen.pipeline.run.records import RoundRecord, SectionRecord
-from gen.pipeline.run.repetition import (
-    DETERMINERS,
-    ECHO_N,
-    FUNCTION_WORDS,
-    LoopDetector,
-    Repetition,
-)
+from gen.pipeline.run.manifest import RoundRecord, SectionRecord
+from gen.pipeline.run.outline import ItemGuard, Refusal, json_list_schema, list_grammar, tidy_title
+from gen.pipeline.run.prose import PROSE_REGEX
+from gen.pipeline.run.repetition import ECHO_N, LoopDetector, Repetition
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
-from gen.pipeline.words import count_words, length_score
+from gen.pipeline.templates.render import document_title, render_count, render_prompt, render_system
 from gen.sampling import Constraint, SamplingParams, build_sampling_params
+from gen.text.function_words import DETERMINERS, FUNCTION_WORDS
+from gen.text.listparse import item_title, parse_json_items, parse_list, title_key
+from gen.text.quality import measure, ngrams, tokens
+from gen.text.words import count_words, length_score
 
 # text is shown once its sentence is complete (a loop found later can still be cut away)
 _RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")

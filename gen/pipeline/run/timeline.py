@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from gen.files import atomic_write
 from gen.pipeline.run.events import read_events
-from gen.pipeline.run.rundir import atomic_write
 
 WIDTH, LABEL_W, RIGHT, TOP, ROW, BAR = 900, 200, 24, 40, 24, 16
 X0, X1 = LABEL_W, WIDTH - RIGHT

@@ -1,0 +1,94 @@
+"""`gen bench --peers`' plumbing: the llama.cpp build's instruction sets (never AMX),
+finding the programs, reading llama-bench's JSON, and the figure when llama.cpp is not
+built, and our ratios against its figures. The real programs run in `make bench-peers` (a
+10-20 minute build), not here."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from gen.bench import engine as bench
+from gen.bench import peers as bench_peers
+
+
+def test_the_build_takes_the_cpus_instruction_sets_but_never_amx() -> None:
+    avx2 = bench_peers.cmake_options({"avx", "avx2", "fma", "f16c", "bmi2"})
+    assert "-DGGML_NATIVE=OFF" in avx2 and "-DGGML_AVX2=ON" in avx2
+    assert "-DGGML_AVX512=OFF" in avx2
+    xeon = bench_peers.cmake_options(
+        {"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8"}
+    )
+    assert {"-DGGML_AVX512=ON", "-DGGML_AVX512_VNNI=ON", "-DGGML_AVX512_BF16=ON"} <= set(xeon)
+    assert {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"} <= set(xeon)
+
+
+def fake_programs(folder: Path, tests: list[dict[str, object]]) -> Path:
+    """Stand-ins for llama-bench (prints `tests` as its JSON) and llama-server."""
+    folder.mkdir(parents=True)
+    bench = folder / "llama-bench"
+    bench.write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(tests)}\nEOF\n", encoding="utf-8")
+    (folder / "llama-server").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    for p in folder.iterdir():
+        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    return folder
+
+
+def test_programs_are_found_where_named_and_llama_bench_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GEN_LLAMA_CPP_BIN", raising=False)
+    assert bench_peers.find() is None  # nothing built in a new home
+    folder = fake_programs(
+        tmp_path / "bin",
+        [
+            {"n_prompt": 512, "n_gen": 0, "avg_ts": 379.123},
+            {"n_prompt": 0, "n_gen": 256, "avg_ts": 166.456},
+        ],
+    )
+    monkeypatch.setenv("GEN_LLAMA_CPP_BIN", str(folder))
+    assert bench_peers.find() == folder
+    figures = bench_peers.llama_bench(folder, tmp_path / "m.gguf", threads=2)
+    assert figures == {"pp512": 379.12, "tg256": 166.46}
+
+
+def test_without_llama_cpp_the_figure_says_how_to_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GEN_LLAMA_CPP_BIN", raising=False)
+    figures = bench_peers.run_peers(tmp_path / "m.gguf", 2, [], lambda _: None)
+    assert figures == {"available": False, "why": "not built: run `make bench-peers` once"}
+
+
+def test_a_server_that_dies_at_start_is_an_error_with_its_output(tmp_path: Path) -> None:
+    folder = fake_programs(tmp_path / "bin", [])
+    with (
+        pytest.raises(RuntimeError, match="llama-server exited"),
+        bench_peers.llama_server(folder, tmp_path / "m.gguf", threads=2, slots=2),
+    ):
+        pass
+
+
+def test_the_single_stream_ratio_is_decoding_against_tg(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama-bench's tg256 runs no prompt: ours is compared after the first token."""
+
+    def peers(path: Path, threads: int, bodies: list[Any], progress: Any, tokens: int) -> Any:
+        assert tokens == 256 and len(bodies) == 2
+        return {"available": True, "tg256": 100.0, "server_mixed_seconds": 30.0}
+
+    monkeypatch.setattr(bench_peers, "run_peers", peers)
+    results = {
+        "single_stream": {"new_tokens": 256, "tokens_per_second": 90.0,
+                          "decode_tokens_per_second": 95.0},
+        "mixed_batch": {"seconds": 15.0},
+    }  # fmt: skip
+    loaded: Any = SimpleNamespace(name="smollm2-135m")
+    figures = bench.peer_figures(loaded, "smollm2-135m", results, [16, 256], lambda _: None)
+    assert (figures["single_ratio"], figures["mixed_ratio"]) == (0.95, 2.0)

@@ -1,0 +1,105 @@
+"""`gen batch`'s runner with a scripted backend: one run directory per record, the ledger
+(batch.json, batch.csv), a bad record failing alone, and a second run that leaves finished
+records untouched and finishes the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+
+from gen.errors import BackendError
+from gen.pipeline.records import read_records
+from gen.pipeline.run.batch import Batch
+from tests.pipeline.fake_backend import FakeBackend
+
+PIPELINE = """
+name: notes
+defaults: {max_tokens: 40, max_rounds: 1}
+inputs: {topic: tea, tone: plain}
+sections:
+  - {id: body, prompt: "[{{ topic }}] Write a {{ tone }} note on {{ topic }}."}
+"""
+
+RECORDS = "id,topic\nt1,茶\nt2,ไทย\nt3,boom\nt4,😀\n"
+
+
+def make_batch(tmp_path: Path, backend: FakeBackend, records: str = RECORDS) -> Batch:
+    pipeline = tmp_path / "notes.yaml"
+    pipeline.write_text(PIPELINE, encoding="utf-8")
+    path = tmp_path / "records.csv"
+    path.write_text(records, encoding="utf-8")
+    return Batch(
+        pipeline,
+        read_records(path, "id"),
+        str(path),
+        tmp_path / "out" / "notes" / "records",
+        backend=backend,
+        model="fake-model",
+        concurrency=2,
+        key_field="id",  # not an input of the pipeline: it only names the folders
+    )
+
+
+def test_one_run_per_record_and_a_failure_stays_with_its_record(tmp_path: Path) -> None:
+    backend = FakeBackend({"boom": [BackendError("the server went away")]})
+    batch = make_batch(tmp_path, backend)
+    results = asyncio.run(batch.run())
+    assert [(r.key, r.status) for r in results] == [
+        ("t1", "completed"),
+        ("t2", "completed"),
+        ("t3", "failed"),
+        ("t4", "completed"),
+    ]
+    folder = batch.folder
+    assert (folder / "t1" / "sections" / "body.md").read_text("utf-8") == "Text of 茶."
+    assert json.loads((folder / "t2" / "manifest.json").read_text("utf-8"))["inputs"] == {
+        "topic": "ไทย",
+        "tone": "plain",
+    }
+    ledger = json.loads((folder / "batch.json").read_text("utf-8"))
+    assert ledger["counts"] == {"completed": 3, "failed": 1}
+    failed = ledger["records"][2]
+    assert failed["line"] == 4 and "the server went away" in failed["error"]
+    rows = list(csv.DictReader((folder / "batch.csv").open(encoding="utf-8")))
+    assert [r["status"] for r in rows] == ["completed", "completed", "failed", "completed"]
+    assert rows[0]["words"] == "3" and rows[0]["tokens"] != ""
+
+
+def test_a_second_run_finishes_the_rest_and_leaves_finished_records_alone(
+    tmp_path: Path,
+) -> None:
+    first = make_batch(tmp_path, FakeBackend({"boom": [BackendError("down")]}))
+    asyncio.run(first.run())
+    done = first.folder / "t1"
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in done.rglob("*") if p.is_file()}
+
+    again = FakeBackend()  # the backend is back: "boom" now gets its text
+    second = make_batch(tmp_path, again)
+    assert [r.key for r in second.remaining()] == ["t3"]
+    results = asyncio.run(second.run())
+    assert {r.status for r in results} == {"completed"}
+    assert [r.key for r in results if r.reused] == ["t1", "t2", "t4"]
+    assert again.call_keys() == ["boom"]  # only the failed record was generated again
+    after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in done.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_a_changed_record_is_generated_again(tmp_path: Path) -> None:
+    asyncio.run(make_batch(tmp_path, FakeBackend()).run())
+    backend = FakeBackend()
+    changed = RECORDS.replace("t2,ไทย", "t2,ภาษาไทย")
+    asyncio.run(make_batch(tmp_path, backend, changed).run())
+    assert backend.call_keys() == ["ภาษาไทย"]
+
+
+def test_bad_fields_fail_before_any_generation(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    records = "id,topic,colour\nt1,茶,red\n"
+    batch = make_batch(tmp_path, backend, records)
+    problems = batch.check()
+    assert list(problems) == ["t1"]
+    assert problems["t1"].startswith(f"{tmp_path / 'records.csv'}:2: colour: unknown input")
+    (result,) = asyncio.run(batch.run())
+    assert result.status == "failed" and backend.calls == []

@@ -12,6 +12,7 @@ from typing import Any
 
 from gen.bench import report
 from gen.cli.common import add_dtype, default_model, engine_config
+from gen.errors import ConfigError
 
 
 def add_command(sub: Any) -> None:
@@ -61,6 +62,13 @@ def add_command(sub: Any) -> None:
     b.add_argument(
         "--out", default=None, help="with --quality or --outlines: where the documents go"
     )
+    b.add_argument(
+        "--pipelines",
+        default="pipelines",
+        metavar="DIR",
+        help="with --quality or --outlines: the folder of gen's bundled pipelines, which "
+        "holds long-article.yaml and tech-report.yaml (default pipelines/)",
+    )
     add_dtype(b)
     b.set_defaults(handler=cmd_bench)
 
@@ -88,9 +96,22 @@ def _quality_cases(text: str) -> list[str]:
     return names
 
 
-def _bench_quality(args: argparse.Namespace, note: Callable[[str], None]) -> int:
-    from gen.bench.quality import run_quality
+def _check_bundled(pipelines: Path, name: str) -> None:
+    """A bench's pipeline is missing from the --pipelines folder: say so before the model
+    loads."""
+    if not (pipelines / name).is_file():
+        raise ConfigError(
+            f"{pipelines / name}: no such file; --pipelines names the folder of gen's bundled "
+            f"pipelines that holds {name} (default pipelines/, from the current directory)"
+        )
 
+
+def _bench_quality(args: argparse.Namespace, note: Callable[[str], None]) -> int:
+    from gen.bench.quality import RECIPE, RECIPE_NAME, run_quality
+
+    pipelines = Path(args.pipelines)
+    if args.only is None or RECIPE_NAME in args.only:  # the others are written in code
+        _check_bundled(pipelines, RECIPE)
     out = Path(args.out) if args.out else None
     r = run_quality(
         args.model or default_model(),
@@ -99,6 +120,7 @@ def _bench_quality(args: argparse.Namespace, note: Callable[[str], None]) -> int
         engine_config(args),
         args.seeds,
         args.only,
+        pipelines=pipelines,
     )
     if args.json:
         print(json.dumps(r, ensure_ascii=False))
@@ -108,10 +130,14 @@ def _bench_quality(args: argparse.Namespace, note: Callable[[str], None]) -> int
 
 
 def _bench_outlines(args: argparse.Namespace, note: Callable[[str], None]) -> int:
-    from gen.bench.outlines import run_outlines
+    from gen.bench.outlines import TECH_REPORT, run_outlines
 
+    pipelines = Path(args.pipelines)
+    _check_bundled(pipelines, TECH_REPORT)
     out = Path(args.out) if args.out else None
-    r = run_outlines(args.model or default_model(), note, out, engine_config(args))
+    r = run_outlines(
+        args.model or default_model(), note, out, engine_config(args), pipelines=pipelines
+    )
     if args.json:
         print(json.dumps(r, ensure_ascii=False))
         return 0

@@ -1,10 +1,11 @@
 """The benches' results as text, from fixed result dicts: every row, every table line (the
 engine's padding included) and every line below them, to the byte; and `gen bench` printing
-them."""
+them, or refusing a --pipelines folder without the bench's pipeline."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -182,15 +183,45 @@ def test_a_table_pads_its_columns_and_strips_only_when_asked() -> None:
 
 
 def test_gen_bench_prints_the_reports_lines(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.setattr(engine, "run_bench", lambda *a, **k: copy.deepcopy(EVERYTHING))
     assert main(["bench"]) == 0
     assert capsys.readouterr().out == "\n".join(EVERYTHING_LINES) + "\n"
 
-    monkeypatch.setattr(quality, "run_quality", lambda *a, **k: copy.deepcopy(QUALITY))
+    given: dict[str, Any] = {}
+
+    def run_quality(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        given.update(kwargs)
+        return copy.deepcopy(QUALITY)
+
+    monkeypatch.setattr(quality, "run_quality", run_quality)
     monkeypatch.setattr(outlines, "run_outlines", lambda *a, **k: copy.deepcopy(OUTLINES))
-    assert main(["bench", "--quality"]) == 0
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / quality.RECIPE).write_text("", encoding="utf-8")  # only looked for
+    assert main(["bench", "--quality", "--pipelines", str(tmp_path / "mine")]) == 0
     assert capsys.readouterr().out.splitlines() == report.quality_lines(QUALITY)
-    assert main(["bench", "--outlines"]) == 0
+    assert given["pipelines"] == tmp_path / "mine"
+    (tmp_path / "mine" / outlines.TECH_REPORT).write_text("", encoding="utf-8")
+    assert main(["bench", "--outlines", "--pipelines", str(tmp_path / "mine")]) == 0
     assert capsys.readouterr().out.splitlines() == report.outline_lines(OUTLINES)
+
+
+def test_a_missing_bundled_pipeline_is_named_with_the_option(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    monkeypatch.setattr(quality, "run_quality", lambda *a, **k: ran.append("quality") or QUALITY)
+    monkeypatch.setattr(outlines, "run_outlines", lambda *a, **k: ran.append("outlines"))
+    monkeypatch.chdir(tmp_path)  # the default, pipelines/, is looked for here: not there
+    assert main(["bench", "--outlines"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: pipelines/tech-report.yaml: no such file; --pipelines names")
+    assert "Traceback" not in err
+    assert main(["bench", "--quality", "--pipelines", "elsewhere"]) == 2
+    err = capsys.readouterr().err
+    assert "elsewhere/long-article.yaml: no such file" in err and "--pipelines" in err
+    assert ran == []  # refused before any model loads
+    # documents written in code need no bundled pipeline
+    assert main(["bench", "--quality", "--only", "en-500,zh-800"]) == 0
+    assert ran == ["quality"]

@@ -15,7 +15,7 @@ from gen.engine.config import EngineConfig
 from gen.pipeline import Pipeline, load_pipeline
 from gen.text.listparse import line_item, singular, title_key
 
-TECH_REPORT = Path(__file__).resolve().parents[2] / "pipelines" / "tech-report.yaml"
+TECH_REPORT = "tech-report.yaml"  # in the bundled pipelines' folder the caller names
 TOPICS = (
     "Jazz", "Urban beekeeping", "Quantum computing", "Tidal energy", "The Silk Road",
     "Electric bicycles", "Volcanoes", "Wind turbines", "Cheese making", "Paper making",
@@ -66,14 +66,21 @@ def run_outlines(
     out: Path | None = None,
     engine: EngineConfig | None = None,
     topics: Sequence[str] = TOPICS,
+    *,
+    pipelines: Path,
 ) -> dict[str, Any]:
-    """Every topic's outline, held and then free; rows and their summary."""
+    """Every topic's outline, held and then free; rows and their summary. `pipelines`: the
+    folder that holds the tech-report."""
     from gen.backends import open_backend
     from gen.pipeline.run.runner import prepare_run
 
     if not topics:
         raise ValueError("run_outlines needs at least one topic, got none")
-    plans = [(mode, topic, outline_pipeline(topic, mode)) for mode in MODES for topic in topics]
+    plans = [
+        (mode, topic, outline_pipeline(topic, mode, pipelines))
+        for mode in MODES
+        for topic in topics
+    ]
     n_parts = int(str(plans[0][2].inputs["n_parts"]))
     backend = open_backend(model, engine=engine)
     root = out or Path(tempfile.mkdtemp(prefix="gen-outlines-"))
@@ -98,11 +105,14 @@ def run_outlines(
     }
 
 
-def outline_pipeline(topic: str, mode: str) -> Pipeline:
-    """The tech-report with only its outline section, greedy; `free`: with `format: none`."""
+def outline_pipeline(topic: str, mode: str, pipelines: Path) -> Pipeline:
+    """The tech-report in `pipelines` with only its outline section, greedy; `free`: with
+    `format: none`."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    pipeline = load_pipeline(TECH_REPORT, {"topic": topic, "sections.outline.temperature": "0"})
+    pipeline = load_pipeline(
+        pipelines / TECH_REPORT, {"topic": topic, "sections.outline.temperature": "0"}
+    )
     outline = next(s for s in pipeline.sections if s.id == "outline")
     pipeline.sections[:] = [outline]  # nothing after it runs
     if mode == "free":

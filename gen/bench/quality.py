@@ -19,7 +19,7 @@ from gen.pipeline import Pipeline, load_pipeline, load_pipeline_text
 from gen.text.quality import measure
 from gen.text.words import count_words, length_score
 
-RECIPE = Path(__file__).resolve().parents[2] / "pipelines" / "long-article.yaml"
+RECIPE = "long-article.yaml"  # in the bundled pipelines' folder the caller names
 
 SINGLE = """
 name: quality-{name}
@@ -69,11 +69,14 @@ def run_quality(
     engine: EngineConfig | None = None,
     seeds: int = SEEDS,
     only: Sequence[str] | None = None,
+    *,
+    pipelines: Path,
 ) -> dict[str, Any]:
     """Each case run with `seeds` seeds (its first seed + 0, 1, ...). A row keeps the figures
     of one document as the mean over the seeds (words, S_l, distinct-4, repeated sentences,
     seconds; degenerate sections: the worst seed), the spread of its words and every run.
-    `only` names the cases to run (all of them when None)."""
+    `only` names the cases to run (all of them when None); `pipelines`, the folder that holds
+    the recipe (read only when it runs)."""
     from gen.backends import open_backend
 
     if seeds < 1:
@@ -84,12 +87,14 @@ def run_quality(
                          f"the cases are {', '.join(CASE_NAMES)}")  # fmt: skip
     wanted = set(only or CASE_NAMES)
     # every pipeline loaded (and checked) before anything is generated
-    recipe_seed = _recipe(None).defaults.seed or 0
     cases = [(name, words, _single(name, model, words, prompt, SINGLE_SEED + i))
              for name, words, prompt in TARGETS if name in wanted
              for i in range(seeds)]  # fmt: skip
     if RECIPE_NAME in wanted:
-        cases += [(RECIPE_NAME, RECIPE_WORDS, _recipe(recipe_seed + i)) for i in range(seeds)]
+        recipe_seed = _recipe(pipelines, None).defaults.seed or 0
+        cases += [
+            (RECIPE_NAME, RECIPE_WORDS, _recipe(pipelines, recipe_seed + i)) for i in range(seeds)
+        ]
     backend = open_backend(model, engine=engine)
     root = out or Path(tempfile.mkdtemp(prefix="gen-quality-"))
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -116,12 +121,13 @@ def run_quality(
     }
 
 
-def _recipe(seed: int | None) -> Pipeline:
-    """The long-article recipe; `seed` in place of its defaults.seed where given."""
+def _recipe(pipelines: Path, seed: int | None) -> Pipeline:
+    """The long-article recipe in `pipelines`; `seed` in place of its defaults.seed where
+    given."""
     overrides = {"topic": RECIPE_TOPIC, "words": str(RECIPE_WORDS)}
     if seed is not None:
         overrides["defaults.seed"] = str(seed)
-    return load_pipeline(RECIPE, overrides)
+    return load_pipeline(pipelines / RECIPE, overrides)
 
 
 def _single(name: str, model: str, words: int, prompt: str, seed: int) -> Pipeline:

@@ -13,7 +13,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 from gen.cli.cancel import Canceller, Stopped
 from gen.cli.common import add_dtype, engine_config
-from gen.cli.pipeline import parse_overrides
+from gen.cli.pipeline import (
+    add_out,
+    add_overrides,
+    add_pipeline_command,
+    add_pipeline_model,
+    parse_overrides,
+)
 from gen.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -33,13 +39,9 @@ records that are left; finished ones are not generated again.
 
 
 def add_command(sub: Any) -> None:
-    b = sub.add_parser(
-        "batch",
-        help="generate one document per record of a CSV, JSONL or YAML file",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    b = add_pipeline_command(
+        sub, "batch", "generate one document per record of a CSV, JSONL or YAML file", EPILOG
     )
-    b.add_argument("pipeline", help="pipeline YAML file")
     b.add_argument(
         "-i", "--inputs", required=True, metavar="FILE", help="records: .csv, .jsonl or .yaml"
     )
@@ -57,7 +59,7 @@ def add_command(sub: Any) -> None:
         metavar="N",
         help="documents in flight at once (default 4); their sections share the engine",
     )
-    b.add_argument("-o", "--out", default="outputs", help="output folder (default outputs/)")
+    add_out(b)
     b.add_argument(
         "--batch-id",
         default=None,
@@ -65,15 +67,8 @@ def add_command(sub: Any) -> None:
         help="the batch's folder name (default: the records file's name, so that the same "
         "command resumes the same batch)",
     )
-    b.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set an input or setting for every record (a record's own field wins)",
-    )
-    b.add_argument("-m", "--model", default=None, help="model spec (default: the pipeline's)")
+    add_overrides(b, "set an input or setting for every record (a record's own field wins)")
+    add_pipeline_model(b)
     b.add_argument(
         "--dry-run",
         action="store_true",

@@ -1,4 +1,5 @@
-"""`gen run` and `gen validate`: the pipeline commands, with progress on stderr."""
+"""`gen run` and `gen validate`: the pipeline commands, with progress on stderr; and the
+arguments every command that runs a pipeline file declares (`gen batch` too)."""
 
 from __future__ import annotations
 
@@ -31,23 +32,10 @@ RUN_EPILOG = """examples:
 
 
 def add_command(sub: Any) -> None:
-    r = sub.add_parser(
-        "run",
-        help="generate a document from a pipeline",
-        epilog=RUN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    r.add_argument("pipeline", help="pipeline YAML file")
-    r.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override an input (repeatable)",
-    )
-    r.add_argument("-m", "--model", default=None, help="model spec (default: the pipeline's)")
-    r.add_argument("-o", "--out", default="outputs", help="output folder (default outputs/)")
+    r = add_pipeline_command(sub, "run", "generate a document from a pipeline", RUN_EPILOG)
+    add_overrides(r, "override an input (repeatable)")
+    add_pipeline_model(r)
+    add_out(r)
     r.add_argument(
         "--dry-run",
         action="store_true",
@@ -73,10 +61,35 @@ def add_command(sub: Any) -> None:
         "only JSON lines (the document's path is in the run_finished event)",
     )
     r.set_defaults(handler=cmd_run)
-    v = sub.add_parser("validate", help="check a pipeline and its templates without a model")
-    v.add_argument("pipeline", help="pipeline YAML file")
-    v.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    v = add_pipeline_command(sub, "validate", "check a pipeline and its templates without a model")
+    add_overrides(v)
     v.set_defaults(handler=cmd_validate)
+
+
+def add_pipeline_command(
+    sub: Any, name: str, help: str, epilog: str | None = None
+) -> argparse.ArgumentParser:
+    """The parser of a command that runs a pipeline file, with the file as its argument."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("pipeline", help="pipeline YAML file")
+    return parser
+
+
+def add_overrides(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """--set KEY=VALUE, repeatable; parse_overrides reads what it gathers."""
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help
+    )
+
+
+def add_pipeline_model(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--model", default=None, help="model spec (default: the pipeline's)")
+
+
+def add_out(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--out", default="outputs", help="output folder (default outputs/)")
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -129,31 +142,25 @@ class Progress:
     def __init__(self, stream: IO[str]) -> None:
         self.out = stream
 
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
     def __call__(self, ev: dict[str, Any]) -> None:
         t = ev["type"]
         if t == "run_started":
-            print(
+            self.say(
                 f"run {ev['run_id']}: {ev['pipeline']} with {ev['model']} ({ev['backend']}, "
-                f"window {ev['window']})",
-                file=self.out,
-                flush=True,
+                f"window {ev['window']})"
             )
         elif t == "section_started":
             note = " (cached)" if ev.get("cached") else ""
             trimmed = f", trimmed {ev['trimmed_tokens']} tok" if ev.get("trimmed_tokens") else ""
-            print(
-                f"  > {ev['section']}: {ev.get('title', '')}{note}{trimmed}",
-                file=self.out,
-                flush=True,
-            )
+            self.say(f"  > {ev['section']}: {ev.get('title', '')}{note}{trimmed}")
         elif t == "round_finished":
-            tps = ev["tokens_per_second"]
-            print(
+            self.say(
                 f"    {ev['section']} round {ev['round']} [{ev['strategy']}]: "
-                f"{ev['finish_reason']}, {ev['completion_tokens']} tok, {tps:.1f} tok/s, "
-                f"{ev['words']} words",
-                file=self.out,
-                flush=True,
+                f"{ev['finish_reason']}, {ev['completion_tokens']} tok, "
+                f"{ev['tokens_per_second']:.1f} tok/s, {ev['words']} words"
             )
         elif t == "section_finished":
             target = f"/{ev['target_words']}" if ev.get("target_words") else ""
@@ -161,23 +168,19 @@ class Progress:
             flag = " TRUNCATED" if ev.get("truncated") else ""
             if ev.get("ended_by"):
                 flag += f" ENDED BY THE SERVER ({ev['ended_by']})"
-            print(
+            self.say(
                 f"  ✓ {ev['section']}: {ev['words']}{target} words, {ev['rounds']} round(s)"
-                f"{score}{flag}",
-                file=self.out,
-                flush=True,
+                f"{score}{flag}"
             )
         elif t == "error":
             where = f"{ev['section']}: " if ev.get("section") else ""
-            print(f"  ✗ {where}{ev['message']}", file=self.out, flush=True)
+            self.say(f"  ✗ {where}{ev['message']}")
         elif t == "run_finished":
             m = ev["metrics"]
-            print(
+            self.say(
                 f"{ev['status']}: {m['sections']} sections, {m['words']} words, "
                 f"{m['completion_tokens']} tokens in {m['seconds']:.1f}s "
-                f"({m['tokens_per_second']:.1f} tok/s)",
-                file=self.out,
-                flush=True,
+                f"({m['tokens_per_second']:.1f} tok/s)"
             )
             coherence = []
             if m.get("overlap_max") is not None:
@@ -190,7 +193,7 @@ class Progress:
                 for title in m.get("headings_repeated", []):
                     coherence.append(f"heading {title!r} appears twice")
             if coherence:
-                print("  " + "; ".join(coherence), file=self.out, flush=True)
+                self.say("  " + "; ".join(coherence))
 
 
 def json_lines(stream: IO[str]) -> Callable[[dict[str, Any]], None]:

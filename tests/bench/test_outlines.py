@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gen.bench.outlines import CHECKS, TOPICS, check_outline, outline_pipeline, run_outlines
-from gen.cli import main
+from tests.bench import PIPELINES, bench
 from tests.pipeline.fake_backend import FakeBackend, Reply, install
 
 GOOD = "1. Reed and brass\n2. Swing bands\n3. Bebop harmony\n4. Recording studios\n5. Festivals\n"
@@ -40,14 +40,15 @@ def test_what_an_outline_gets_right() -> None:
 
 def test_held_and_free_are_one_section_greedy() -> None:
     topic = TOPICS[0]
-    held, free = outline_pipeline(topic, "held"), outline_pipeline(topic, "free")
+    held = outline_pipeline(topic, "held", PIPELINES)
+    free = outline_pipeline(topic, "free", PIPELINES)
     for pipeline in (held, free):
         assert [s.id for s in pipeline.sections] == ["outline"]
         assert pipeline.sections[0].temperature == 0 and pipeline.sections[0].parse == "list"
         assert pipeline.inputs["topic"] == topic
     assert held.sections[0].format is None and free.sections[0].format == "none"
     with pytest.raises(ValueError, match="mode must be one of held, free, got 'loose'"):
-        outline_pipeline(topic, "loose")
+        outline_pipeline(topic, "loose", PIPELINES)
 
 
 def test_no_test_uses_a_topic() -> None:
@@ -71,7 +72,7 @@ def test_the_bench_counts_held_and_free_outlines(
     backend = scripted()
     install(monkeypatch, backend)
     notes: list[str] = []
-    r = run_outlines("fake-model", notes.append, tmp_path)
+    r = run_outlines("fake-model", notes.append, tmp_path, pipelines=PIPELINES)
     assert len(backend.calls) == 2 * len(TOPICS) and len(notes) == 2 * len(TOPICS)
     assert all(c.params.temperature == 0 for c in backend.calls)  # greedy
     assert any(TOPICS[0] in m["content"] for m in backend.calls[0].messages)
@@ -93,7 +94,7 @@ def test_the_cli_prints_the_outline_table(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     install(monkeypatch, scripted())
-    assert main(["bench", "--outlines", "--out", str(tmp_path)]) == 0
+    assert bench("--outlines", out=tmp_path) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["outline", "5", "items"] and lines[0].endswith("all")
     assert lines[1].split()[0] == "held" and lines[1].split()[-1] == "10/10"
@@ -101,6 +102,6 @@ def test_the_cli_prints_the_outline_table(
     assert "held ran free as well" in lines[3]
 
     install(monkeypatch, scripted())
-    assert main(["bench", "--outlines", "--json", "--out", str(tmp_path)]) == 0
+    assert bench("--outlines", "--json", out=tmp_path) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["summary"]["free"]["ok"] == 1 and len(printed["rows"]) == 20

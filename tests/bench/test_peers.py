@@ -6,7 +6,10 @@ built, and our ratios against its figures. The real programs run in `make bench-
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -65,6 +68,23 @@ def test_without_llama_cpp_the_figure_says_how_to_build_it(
     monkeypatch.delenv("GEN_LLAMA_CPP_BIN", raising=False)
     figures = bench_peers.run_peers(tmp_path / "m.gguf", 2, [], lambda _: None)
     assert figures == {"available": False, "why": "not built: run `make bench-peers` once"}
+
+
+def test_make_bench_peers_builds_through_the_modules_entry_point(tmp_path: Path) -> None:
+    """`make bench-peers` runs `python -m gen.bench.peers build`: with the programs already
+    there (GEN_LLAMA_CPP_BIN) it returns at once, building nothing; anything else is refused
+    with the usage."""
+    root = Path(__file__).resolve().parents[2]
+    recipe = (root / "Makefile").read_text("utf-8").split("\nbench-peers:", 1)[1]
+    assert "\t$(BIN)/python -m gen.bench.peers build\n" in recipe.split("\n\n", 1)[0]
+    folder = fake_programs(tmp_path / "bin", [])
+    env = {**os.environ, "GEN_LLAMA_CPP_BIN": str(folder), "GEN_HOME": str(tmp_path / "home")}
+    command = [sys.executable, "-m", "gen.bench.peers"]
+    built = subprocess.run([*command, "build"], cwd=root, env=env, capture_output=True, text=True)
+    assert (built.returncode, built.stderr) == (0, "")
+    assert not (tmp_path / "home").exists()  # nothing downloaded or built
+    wrong = subprocess.run([*command, "--help"], cwd=root, env=env, capture_output=True, text=True)
+    assert (wrong.returncode, wrong.stderr) == (1, "usage: python -m gen.bench.peers build\n")
 
 
 def test_a_server_that_dies_at_start_is_an_error_with_its_output(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from gen.bench.quality import RECIPE, RECIPE_NAME, SINGLE_SEED, TARGETS, run_quality, word_spread
 from gen.cli import main
 from gen.pipeline import load_pipeline
+from tests.bench import PIPELINES, bench
 from tests.pipeline.fake_backend import FakeBackend, Reply, install
 
 # the keys a row had before --seeds, and the ones it adds
@@ -51,7 +52,7 @@ def test_the_spread_of_known_word_counts() -> None:
 
 
 def recipe_seed() -> int:
-    seed = load_pipeline(RECIPE).defaults.seed
+    seed = load_pipeline(PIPELINES / RECIPE).defaults.seed
     assert seed is not None
     return seed
 
@@ -59,7 +60,7 @@ def recipe_seed() -> int:
 def test_each_case_runs_with_n_seeds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     install(monkeypatch, Varying())
     notes: list[str] = []
-    r = run_quality("fake-model", notes.append, tmp_path, seeds=3)
+    r = run_quality("fake-model", notes.append, tmp_path, seeds=3, pipelines=PIPELINES)
     assert r["seeds"] == 3
     assert [x["name"] for x in r["rows"]] == [name for name, _, _ in TARGETS] + [RECIPE_NAME]
     first = {name: SINGLE_SEED for name, _, _ in TARGETS} | {RECIPE_NAME: recipe_seed()}
@@ -87,7 +88,7 @@ def test_each_case_runs_with_n_seeds(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 def test_one_seed_is_the_bench_as_it_was(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     install(monkeypatch, Varying())
-    r = run_quality("fake-model", lambda _: None, tmp_path, seeds=1)
+    r = run_quality("fake-model", lambda _: None, tmp_path, seeds=1, pipelines=PIPELINES)
     assert {"model", "rows", "length_score_avg", "distinct_4_min", "repeated_sentences_max"} <= set(
         r
     )
@@ -97,25 +98,25 @@ def test_one_seed_is_the_bench_as_it_was(monkeypatch: pytest.MonkeyPatch, tmp_pa
         assert (row["words_spread"], row["words_cv"]) == (0.0, 0.0)
     assert [x["seeds"] for x in r["rows"]][-1] == [recipe_seed()]
     with pytest.raises(ValueError, match="seeds must be at least 1, got 0"):
-        run_quality("fake-model", lambda _: None, tmp_path, seeds=0)
+        run_quality("fake-model", lambda _: None, tmp_path, seeds=0, pipelines=PIPELINES)
 
 
 def test_the_cli_prints_the_spread(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     install(monkeypatch, Varying())
-    assert main(["bench", "--quality", "--seeds", "2", "--out", str(tmp_path)]) == 0
+    assert bench("--quality", "--seeds", "2", out=tmp_path) == 0
     table = capsys.readouterr().out
     head, *rows = table.splitlines()
     assert "words (2 seeds)" in head and "cv" in head
     assert rows[0].startswith("en-500") and "spread" in rows[0] and "–" in rows[0]
     assert "widest spread" in table
 
-    assert main(["bench", "--quality", "--seeds", "1", "--json", "--out", str(tmp_path)]) == 0
+    assert bench("--quality", "--seeds", "1", "--json", out=tmp_path) == 0
     printed: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert printed["seeds"] == 1 and len(printed["rows"]) == 4
 
-    assert main(["bench", "--quality", "--seeds", "1", "--out", str(tmp_path)]) == 0
+    assert bench("--quality", "--seeds", "1", out=tmp_path) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert head.split() == ["document", "target", "words", "S_l", "distinct-4", "repeated",
                             "seconds"]  # fmt: skip
@@ -128,11 +129,12 @@ def test_only_runs_the_named_documents(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     install(monkeypatch, Varying())
-    r = run_quality("fake-model", lambda _: None, tmp_path, seeds=2, only=["zh-800", RECIPE_NAME])
+    only = ["zh-800", RECIPE_NAME]
+    r = run_quality("fake-model", lambda _: None, tmp_path, seeds=2, only=only, pipelines=PIPELINES)
     assert [x["name"] for x in r["rows"]] == ["zh-800", RECIPE_NAME]
     assert all(len(x["runs"]) == 2 for x in r["rows"])
     with pytest.raises(ValueError, match="no quality case named en-9000"):
-        run_quality("fake-model", lambda _: None, tmp_path, only=["en-9000"])
+        run_quality("fake-model", lambda _: None, tmp_path, only=["en-9000"], pipelines=PIPELINES)
     with pytest.raises(SystemExit):
         main(["bench", "--quality", "--only", "en-9000"])
     err = capsys.readouterr().err

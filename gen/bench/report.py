@@ -1,0 +1,179 @@
+"""The benches' results as a reader gets them: rows, text tables and the lines below them.
+Takes the dicts `run_bench`, `run_quality` and `run_outlines` return; prints nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+Row = tuple[str, ...]
+
+ENGINE_HEAD: Row = ("what", "gen", "baseline", "ratio")
+# a row of the engine's table, in order, where its figures are: (the result's key, its cells,
+# each formatted with that part's figures); a part the bench did not measure has no row
+ENGINE_ROWS = (
+    ("single_stream", "a) 1 sequence, {new_tokens} tokens (tok/s, mean of {runs})",
+     "{tokens_per_second}", "{hf_tokens_per_second} (HF)", "{ratio_vs_hf}x"),
+    ("mixed_batch", "b) {requests} requests, {max_tokens[0]}..{max_tokens[1]} tokens (s)",
+     "{seconds}", "{hf_seconds} (HF static)", "{ratio_vs_hf}x"),
+    ("served", "b') the same over HTTP: {clients} streaming clients to gen serve (s)",
+     "{seconds}", "{in_process_seconds} (in process)", "{overhead_ratio}x"),
+    ("continuation", "c) {prompt_tokens}-token prompt, 1+{continuation_rounds} rounds "
+     "x {round_tokens} (s)", "{seconds} (kv)", "{reprefill_seconds} (re-prefill)",
+     "{ratio_vs_reprefill}x"),
+    ("constraint", "f) a JSON-schema row beside a free row, {new_tokens} tokens (tok/s)",
+     "{constrained_tokens_per_second}", "{free_pair_tokens_per_second} (2 free rows)",
+     "{time_ratio_vs_free}x the time"),
+)  # fmt: skip
+
+OUTLINE_CHECKS = (
+    ("count", "{n} items"), ("distinct", "distinct"), ("single_line", "one-line titles"),
+    ("no_generic", "no generic"), ("only_list", "only the list"), ("ok", "all"),
+)  # fmt: skip
+
+
+def table(rows: Sequence[Row], strip: bool = True) -> list[str]:
+    """The rows as lines of left-aligned columns two spaces apart; `strip=False` keeps the
+    padding of the last column (the engine's table has always printed it)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return [line.rstrip() for line in lines] if strip else lines
+
+
+def engine_rows(r: dict[str, Any]) -> list[Row]:
+    """The engine's table: its head, then a row for each part measured."""
+    rows = [ENGINE_HEAD]
+    for key, *cells in ENGINE_ROWS:
+        if key in r:
+            figures = {"runs": 1} | r[key]  # a single stream without "runs" ran once
+            rows.append(tuple(cell.format_map(figures) for cell in cells))
+    return rows
+
+
+def engine_lines(r: dict[str, Any]) -> list[str]:
+    """`gen bench`'s text: the machine, the table, then a line for each figure beside it."""
+    s, m, c = r["single_stream"], r["mixed_batch"], r["continuation"]
+    kernels = "PyTorch's kernels (gen's not built)"
+    if r["kernels"]:
+        kernels = f"gen's kernels ({r['isa']})"
+    lines = [f"# {r['model']}, dtype {r['dtype']}, {r['threads']} threads, {kernels}; "
+             "HF in float32"]  # fmt: skip
+    lines += table(engine_rows(r), strip=False)
+    bi = r["batch_invariance"]
+    lines.append(
+        f"greedy tokens identical to HF: {s['identical_tokens']} "
+        f"(first {s['agreeing_prefix']} agree); kv = re-prefill tokens: {c['same_tokens']}; "
+        f"batched = alone: {bi['identical']} of {bi['requests']} requests"
+    )
+    lines.append(
+        f"b) prompt tokens {m['prompt_tokens']}, of which copied from a shared prefix "
+        f"(the chat template's system prompt): {m['prefix_reused_tokens']}"
+    )
+    if "served" in r:
+        h = r["served"]
+        lines.append(
+            f"b') over HTTP: {h['tokens']} tokens streamed; text equal to in-process for "
+            f"{h['identical']} of {h['requests']} requests"
+        )
+    f = r["prefill"]
+    lines.append(
+        f"d) a {f['prompt_tokens']}-token prompt: {f['tokens_per_second']} tok/s; time to "
+        f"first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB"
+    )
+    if "constraint" in r:
+        k = r["constraint"]
+        lines.append(
+            f"f) the schema costs {k['overhead_ms_per_token']} ms a token (its mask alone "
+            f"{k['mask_ms_per_token']} ms; compiling it {k['schema_setup_ms']} ms a request, "
+            f"reading the tokenizer {k['tokenizer_setup_seconds']} s once); a free row "
+            f"alone {k['alone_tokens_per_second']} tok/s, beside the held row "
+            f"{k['beside_constrained_tokens_per_second']}"
+        )
+    if "peers" in r:
+        lines.append(peers_line(r["peers"], s))
+    if "quality" in r:
+        lines += dtype_lines(r["quality"], r["dtype"])
+    return lines
+
+
+def peers_line(p: dict[str, Any], s: dict[str, Any]) -> str:
+    """llama.cpp's figures and ours against them (`s`: our single stream)."""
+    if not p["available"]:
+        return f"p) llama.cpp: not measured ({p['why']})"
+    tg = f"tg{s['new_tokens']}"
+    return (
+        f"p) llama.cpp on the same GGUF: {tg} {p.get(tg)} tok/s, pp512 "
+        f"{p.get('pp512')} tok/s (llama-bench); the mixed batch on llama-server "
+        f"{p['server_mixed_seconds']} s. Ours against it: single stream "
+        f"{p['single_ratio']}x (decoding: {s['decode_tokens_per_second']} tok/s after "
+        f"the first token), mixed batch {p['mixed_ratio']}x, prompt "
+        f"{p.get('prefill_ratio')}x"
+    )
+
+
+def dtype_lines(q: dict[str, Any], dtype: str) -> list[str]:
+    """A dtype's greedy tokens and perplexities against float32's, with every flip."""
+    lines = [
+        f"e) {dtype} against float32: greedy identical for {q['greedy_identical']} "
+        f"of {q['prompts']} prompts ({q['tokens']} tokens; mean agreeing prefix "
+        f"{q['mean_agreeing_prefix']})"
+    ]
+    for f in q["flips"]:
+        lines.append(
+            f"   flip: prompt {f['prompt']}, token {f['position']}: {f['ours']!r} against "
+            f"float32's {f['float32']!r}, which float32 put {f['float32_logit_gap']} "
+            "logits ahead"
+        )
+    for name, ppl in q["perplexity"].items():
+        step = q["perplexity_decoding"][name]
+        lines.append(
+            f"   perplexity, {name} text: {ppl[dtype]} ({dtype}) against "
+            f"{ppl['float32']} (float32) as a prompt; {step[dtype]} against "
+            f"{step['float32']} token by token"
+        )
+    return lines
+
+
+def quality_row(x: dict[str, Any], seeds: int) -> Row:
+    """One document's cells; over seeds, words as "512 (488–530, spread 8%)" (the mean, the
+    min–max, (max-min)/mean) and a cv cell beside it."""
+    words = [str(x["words"])]
+    if seeds > 1:
+        words = [
+            f"{x['words']} ({x['words_min']}–{x['words_max']}, spread {x['words_spread']:.0%})",
+            f"{x['words_cv']:.0%}",
+        ]
+    return (x["name"], str(x["target_words"]), *words, str(x["length_score"]),
+            str(x["distinct_4"]), f"{x['repeated_sentences']:.0%}", str(x["seconds"]))  # fmt: skip
+
+
+def quality_lines(r: dict[str, Any]) -> list[str]:
+    """`gen bench --quality`'s text: a row a document, then the extremes."""
+    n = r["seeds"]
+    words = ("words",) if n == 1 else (f"words ({n} seeds)", "cv")
+    head = ("document", "target", *words, "S_l", "distinct-4", "repeated", "seconds")
+    lines = table([head] + [quality_row(x, n) for x in r["rows"]])
+    lines.append(f"average S_l {r['length_score_avg']}, lowest distinct-4 {r['distinct_4_min']}, "
+                 f"most repeated sentences {r['repeated_sentences_max']:.0%}")  # fmt: skip
+    if n > 1:
+        lines.append(f"over {n} seeds: S_l, distinct-4, repeated and seconds are means; widest "
+                     f"spread {r['words_spread_max']:.0%}, "
+                     f"largest cv {r['words_cv_max']:.0%}")  # fmt: skip
+    return lines
+
+
+def outline_rows(r: dict[str, Any]) -> list[Row]:
+    """A row a mode: how many of its outlines pass each check."""
+    head = ("outline", *(label.format(n=r["n_parts"]) for _, label in OUTLINE_CHECKS))
+    return [head] + [
+        (mode, *(f"{s[key]}/{s['outlines']}" for key, _ in OUTLINE_CHECKS))
+        for mode, s in r["summary"].items()
+    ]
+
+
+def outline_lines(r: dict[str, Any]) -> list[str]:
+    """`gen bench --outlines`' text: the table, and a note when nothing held the list."""
+    lines = table(outline_rows(r))
+    if not r["held_by_grammar"]:
+        lines.append("this backend cannot hold a list to a grammar: held ran free as well")
+    return lines

@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 
 from gen.errors import GenError
 from gen.sampling import InvalidParam
+from gen.server.config import ServerConfig
 from gen.server.errors import APIError, from_exception
 from gen.server.metrics import CONTENT_TYPE
 from gen.server.openai.chat import chat_completions
@@ -37,7 +38,7 @@ from gen.server.security import (
     LoopbackHosts,
     session_token,
 )
-from gen.server.state import ServerConfig, ServerState
+from gen.server.state import ServerState
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("gen.serve")

@@ -1,14 +1,14 @@
-"""The server's settings (built once, at the edge) and what every request shares: the one
-engine, the queue limit, the metrics."""
+"""What every request shares: the one engine, the server's settings (config.py), the queue
+limit, the metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 
 from gen.errors import ContextOverflowError
 from gen.sampling import SamplingParams
+from gen.server.config import ServerConfig
 from gen.server.errors import APIError
 from gen.server.metrics import Metrics
 from gen.server.openai.generation import (
@@ -20,20 +20,6 @@ from gen.server.openai.generation import (
     ServedModel,
 )
 from gen.server.openai.requests import ChatCompletionRequest, CompletionRequest
-
-DEFAULT_MAX_BODY_BYTES = 8 * 2**20
-DEFAULT_BODY_TIMEOUT = 30.0  # seconds a request body may stall before its end
-
-
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
-    api_key: str | None = None
-    cors_origins: tuple[str, ...] = ()
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    body_timeout: float = DEFAULT_BODY_TIMEOUT
-    max_queue: int = 256  # requests admitted and unanswered; past it a 429
-    fault_marker: str | None = None  # test hook: see generation.FaultyStream
-    loopback_only: bool = False  # bound to loopback: refuse requests for other host names
 
 
 class ServerState:

@@ -30,6 +30,7 @@ from gen.server.openai.responses import Health, ModelCard, ModelList, dump
 from gen.server.openapi import openapi_document
 from gen.server.request import server_state
 from gen.server.runs.manager import RunManager
+from gen.server.runs.openapi import runs_paths
 from gen.server.runs.routes import ROUTES as RUN_ROUTES
 from gen.server.security import (
     SESSION_COOKIE,
@@ -162,6 +163,6 @@ def create_app(
         backend.model,
         auth=bool(config.api_key),
         window=backend.context_window,
-        runs=runs is not None,
+        paths=runs_paths() if runs is not None else None,
     )
     return app

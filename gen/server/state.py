@@ -30,16 +30,6 @@ class ServerState:
         self.metrics = Metrics(backend.model, lambda: backend.stats)
         self.admission = Admission(config.max_queue, self.metrics)
 
-    def check_model(self, name: str) -> None:
-        if name != self.backend.model:
-            raise APIError(
-                404,
-                f"the model {name!r} does not exist here; this server serves "
-                f"{self.backend.model!r}",
-                param="model",
-                code="model_not_found",
-            )
-
     def check_prompt(self, ids: list[int], param: str) -> None:
         """A prompt must leave room for one token in the window, and name real tokens."""
         window = self.backend.context_window
@@ -60,9 +50,18 @@ class ServerState:
                 400, f"{param}: token ids must be in [0, {vocab}), got {bad[0]}", param=param
             )
 
-    def check_numbers(self, req: ChatCompletionRequest | CompletionRequest) -> None:
-        """What only this model bounds: a length within its window (a longer one is a
-        mistake, not a wish), token ids within its vocabulary."""
+    def check_request(self, req: ChatCompletionRequest | CompletionRequest) -> None:
+        """What a completion request's model checks could not: that it names this model,
+        that its length fits this model's window (a longer one is a mistake, not a wish),
+        that its token ids are in its vocabulary; and stream_options only with stream."""
+        if req.model != self.backend.model:
+            raise APIError(
+                404,
+                f"the model {req.model!r} does not exist here; this server serves "
+                f"{self.backend.model!r}",
+                param="model",
+                code="model_not_found",
+            )
         window, vocab = self.backend.context_window, self.backend.vocab_size
         for name in ("max_tokens", "max_completion_tokens"):
             value = getattr(req, name, None)
@@ -89,6 +88,8 @@ class ServerState:
                     param="logit_bias",
                     code="invalid_value",
                 )
+        if req.stream_options is not None and not req.stream:
+            raise APIError(400, "stream_options needs stream: true", param="stream_options")
 
     async def start(
         self,

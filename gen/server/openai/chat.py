@@ -94,10 +94,7 @@ async def chat_completions(request: Request, place: Place) -> Response:
     state = server_state(request)
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
-    state.check_model(req.model)
-    state.check_numbers(req)
-    if req.stream_options is not None and not req.stream:
-        raise APIError(400, "stream_options needs stream: true", param="stream_options")
+    state.check_request(req)
     if req.top_logprobs is not None and not req.logprobs:
         raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     if req.continue_final_message:

@@ -101,10 +101,7 @@ async def completions(request: Request, place: Place) -> Response:
     state = server_state(request)
     backend = state.backend
     req = await parse_body(request, CompletionRequest)
-    state.check_model(req.model)
-    state.check_numbers(req)
-    if req.stream_options is not None and not req.stream:
-        raise APIError(400, "stream_options needs stream: true", param="stream_options")
+    state.check_request(req)
     ids, text = await asyncio.to_thread(_prompt, state, req)  # a long text takes seconds
     state.check_prompt(ids, "prompt")
     room = backend.context_window - len(ids)

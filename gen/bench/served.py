@@ -1,5 +1,6 @@
 """`gen bench`'s served figure: the mixed workload sent to a `gen serve` that the bench
-starts on loopback, one concurrent streaming HTTP client per request."""
+starts on loopback, one concurrent streaming HTTP client per request. `running` starts,
+polls and stops such a server (a peer's too, and the tests' gen serve)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -37,36 +38,52 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A server `running` started: its process, and what it has written so far."""
+
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
+
 @contextlib.contextmanager
 def running(
     command: list[str], url: str, name: str, start_seconds: float, env: dict[str, str] | None = None
-) -> Iterator[None]:
+) -> Iterator[Started]:
     """The server `command` as a subprocess, until `url`/health answers 200; stopped (and
     killed if it will not stop) when the block ends. Its output goes to a temporary file,
-    shown if it exits before it is up."""
+    shown if it exits or does not answer within start_seconds (a guard against hanging,
+    not a timing check)."""
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
+        started = Started(subprocess.Popen(command, stdout=log, stderr=log, env=env), log)
         try:
-            deadline = time.monotonic() + start_seconds
-            while time.monotonic() < deadline:
-                if process.poll() is not None:
-                    log.seek(0)
-                    output = log.read().decode("utf-8", "replace")[-4000:]
-                    raise RuntimeError(f"{name} exited: {output}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                        break
-                time.sleep(0.2)
-            else:
-                raise RuntimeError(f"{name} did not come up")
-            yield
+            _wait_for_health(started, url, name, start_seconds)
+            yield started
         finally:
-            process.terminate()
+            started.process.terminate()
             try:
-                process.wait(timeout=30)
+                started.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                started.process.kill()
+                started.process.wait()
+
+
+def _wait_for_health(started: Started, url: str, name: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        code = started.process.poll()
+        if code is not None:
+            raise RuntimeError(f"{name} exited with {code}:\n{started.output()[-8000:]}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not answer /health:\n{started.output()[-8000:]}")
+        time.sleep(0.2)
 
 
 @contextlib.contextmanager

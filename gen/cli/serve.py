@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gen.cli.common import add_dtype, default_model, engine_config
 from gen.errors import ConfigError
 from gen.pipeline.run.rundir import check_out_dir
+
+if TYPE_CHECKING:
+    from gen.server.config import ServerConfig
 
 EPILOG = """examples:
   gen serve
@@ -142,40 +145,57 @@ def add_command(sub: Any) -> None:
     s.set_defaults(handler=cmd_serve)
 
 
-def _check(args: argparse.Namespace, api_key: str | None) -> None:
-    from gen.server.security import is_loopback
+# the settings that serve's options give under another name (the rest: --max-runs, max_runs)
+_OPTIONS = {"max_body_bytes": "max_body_mb", "max_waiting": "max_run_queue"}
 
-    if not is_loopback(args.host) and not api_key:
-        raise ConfigError(
-            f"refusing to serve on {args.host} without an API key: anyone who can reach it "
-            f"could use the model. Pass --api-key KEY (or set GEN_API_KEY), or bind 127.0.0.1"
+
+def _config(args: argparse.Namespace) -> ServerConfig:
+    """The server's settings from the options (and GEN_API_KEY); a bad one is named by its
+    option. The engine's options are checked here too, before anything loads."""
+    from gen.server.config import RunLimits, ServerConfig, SettingError
+
+    try:
+        config = ServerConfig.from_env(
+            host=args.host,
+            port=args.port,
+            api_key=args.api_key,
+            cors_origins=tuple(args.cors_origin),
+            max_queue=args.max_queue,
+            max_body_bytes=_bytes(args.max_body_mb),
+            body_timeout=args.body_timeout,
+            out=Path(args.out),
+            pipelines=Path(args.pipelines),
+            runs=RunLimits(args.max_runs, args.max_run_queue, args.max_watchers),
+            sse_ping=args.sse_ping,
         )
-    limits = ("max_slots", "max_queue", "max_model_len", "max_runs", "max_run_queue")
-    for name in ("port", *limits, "max_watchers"):
+    except SettingError as exc:
+        name = _OPTIONS.get(exc.name, exc.name)
         value = getattr(args, name)
-        if value is not None and value < (0 if name == "port" else 1):
+        raise ConfigError(f"--{name.replace('_', '-')} {exc.rule}, got {value}") from None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for name in ("max_slots", "max_model_len"):  # the engine's
+        value = getattr(args, name)
+        if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {value}")
-    if args.max_body_mb <= 0:
-        raise ConfigError(f"--max-body-mb must be positive, got {args.max_body_mb}")
-    if args.body_timeout <= 0:
-        raise ConfigError(f"--body-timeout must be positive, got {args.body_timeout}")
-    if args.sse_ping <= 0:
-        raise ConfigError(f"--sse-ping must be positive, got {args.sse_ping}")
-    check_out_dir(Path(args.out))
+    check_out_dir(config.out)
+    return config
+
+
+def _bytes(megabytes: float) -> int:
+    """--max-body-mb in bytes (-1, which the config refuses, for nan and inf)."""
+    return int(megabytes * 2**20) if math.isfinite(megabytes) else -1
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    api_key = args.api_key or os.environ.get("GEN_API_KEY") or None
-    _check(args, api_key)
+    config = _config(args)
 
     import uvicorn
 
     from gen.backends.local import LocalBackend
     from gen.models import load_model, resolve
     from gen.server.app import create_app
-    from gen.server.runs.manager import RunLimits, RunManager
-    from gen.server.security import is_loopback
-    from gen.server.state import ServerConfig
+    from gen.server.runs.manager import RunManager
 
     spec = args.model or default_model()
     if resolve(spec).kind == "openai":
@@ -183,30 +203,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"gen serve: loading {spec} ...", file=sys.stderr, flush=True)
     engine = engine_config(args, max_slots=args.max_slots, max_model_len=args.max_model_len)
     backend = LocalBackend(load_model(spec, engine), engine)
-    config = ServerConfig(
-        api_key=api_key,
-        cors_origins=tuple(args.cors_origin),
-        max_body_bytes=int(args.max_body_mb * 2**20),
-        body_timeout=args.body_timeout,
-        max_queue=args.max_queue,
-        fault_marker=os.environ.get("GEN_SERVE_FAULT") or None,
-        loopback_only=is_loopback(args.host),
-    )
     runs = RunManager(
-        backend,
-        Path(args.out),
-        Path(args.pipelines),
-        RunLimits(args.max_runs, args.max_run_queue, args.max_watchers),
-        ping_seconds=args.sse_ping,
+        backend, config.out, config.pipelines, config.runs, ping_seconds=config.sse_ping
     )
     app = create_app(backend, config, runs)
-    host = f"[{args.host}]" if ":" in args.host else args.host
+    host = f"[{config.host}]" if ":" in config.host else config.host
     print(
-        f"gen serve: {backend.model} on http://{host}:{args.port}/v1, "
-        f"dashboard at http://{host}:{args.port}/ "
-        f"(context {backend.context_window} tokens{', API key required' if api_key else ''})",
+        f"gen serve: {backend.model} on http://{host}:{config.port}/v1, "
+        f"dashboard at http://{host}:{config.port}/ (context {backend.context_window} "
+        f"tokens{', API key required' if config.api_key else ''})",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level, access_log=False)
     return 0

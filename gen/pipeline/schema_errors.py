@@ -14,6 +14,7 @@ from gen.errors import ConfigError
 from gen.pipeline.spec import ContextSettings, DocumentSpec, GenerationSettings, Pipeline, Section
 from gen.pipeline.suggest import closest, did_you_mean
 from gen.pipeline.yaml_loader import SourceMap, YamlPath, format_path
+from gen.values import described
 
 MORE_ERRORS = 2  # further errors listed after the first, one line each
 _TYPE_WORDS = {
@@ -115,29 +116,18 @@ def _message(path: YamlPath, err: ErrorDetails) -> str:
 def _describe(kind: str, ctx: dict[str, Any], got: Any, msg: str) -> str:
     if kind in _COMPARISONS:
         name, symbol = _COMPARISONS[kind]
-        return f"must be {symbol} {ctx[name]}, got {_short(got)}"
+        return f"must be {symbol} {ctx[name]}, got {described(got)}"
     if kind.endswith(("_type", "_parsing")):
         base = kind.rsplit("_", 1)[0]
         if base in _TYPE_WORDS:
-            return f"must be {_TYPE_WORDS[base]}, got {_short(got)}"
+            return f"must be {_TYPE_WORDS[base]}, got {described(got)}"
     if kind == "literal_error":
-        return f"must be one of {ctx['expected']}, got {_short(got)}"
+        return f"must be one of {ctx['expected']}, got {described(got)}"
     if kind == "value_error":
         return str(ctx.get("error", msg))
     if kind == "too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
-    return f"{msg[:1].lower()}{msg[1:]}, got {_short(got)}"
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "nothing (null)"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return f"{msg[:1].lower()}{msg[1:]}, got {described(got)}"
 
 
 def _suggest(key: str, parent: YamlPath) -> str:

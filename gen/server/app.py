@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 
 from gen.errors import GenError
 from gen.sampling import InvalidParam
+from gen.server.config import ServerConfig
 from gen.server.errors import APIError, from_exception
 from gen.server.metrics import CONTENT_TYPE
 from gen.server.openai.chat import chat_completions
@@ -29,6 +30,7 @@ from gen.server.openai.responses import Health, ModelCard, ModelList, dump
 from gen.server.openapi import openapi_document
 from gen.server.request import server_state
 from gen.server.runs.manager import RunManager
+from gen.server.runs.openapi import runs_paths
 from gen.server.runs.routes import ROUTES as RUN_ROUTES
 from gen.server.security import (
     SESSION_COOKIE,
@@ -37,7 +39,7 @@ from gen.server.security import (
     LoopbackHosts,
     session_token,
 )
-from gen.server.state import ServerConfig, ServerState
+from gen.server.state import ServerState
 
 STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("gen.serve")
@@ -161,6 +163,6 @@ def create_app(
         backend.model,
         auth=bool(config.api_key),
         window=backend.context_window,
-        runs=runs is not None,
+        paths=runs_paths() if runs is not None else None,
     )
     return app

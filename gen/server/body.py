@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from gen.server.errors import APIError
+from gen.values import described
 
 MAX_DEPTH = 100  # far past any request's shape, far inside Python's recursion limit
 _CONSTANTS = ("NaN", "Infinity", "-Infinity")  # Python's json reads them; JSON has none
@@ -61,16 +62,6 @@ def _number_problem(text: str) -> str:
     return f"an integer of {len(text.lstrip('-'))} digits is out of range"
 
 
-def _kind(data: Any) -> str:
-    if isinstance(data, list):
-        return "an array"
-    if isinstance(data, str):
-        return "a string"
-    if data is None or isinstance(data, bool):
-        return json.dumps(data)
-    return "a number"
-
-
 def _check(data: Any) -> None:
     """Walk the parsed body (without recursion) for what Python took but nothing after it
     should: the first problem, named by its path (`messages.0.content`)."""
@@ -107,8 +98,7 @@ def parse_json(raw: bytes) -> dict[str, Any]:
             400, f"the body is nested more than {MAX_DEPTH} levels deep", code="invalid_json"
         ) from None
     if not isinstance(data, dict):
-        raise APIError(
-            400, f"the body must be a JSON object, got {_kind(data)}", code="invalid_json"
-        )
+        got = described(data, json=True)
+        raise APIError(400, f"the body must be a JSON object, got {got}", code="invalid_json")
     _check(data)
     return data

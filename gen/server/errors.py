@@ -53,6 +53,11 @@ class APIError(Exception):
         return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
 
 
+def busy(message: str, code: str, retry_after: int) -> APIError:
+    """A 429: a limit is reached for now; the client may retry after `retry_after` seconds."""
+    return APIError(429, message, code=code, headers={"Retry-After": str(retry_after)})
+
+
 def from_validation(exc: ValidationError) -> APIError:
     """The first problem of a request body, naming its parameter (`messages.0.role`); of a
     union's alternatives, the one that got furthest into the value."""

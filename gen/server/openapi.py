@@ -1,9 +1,10 @@
 """The OpenAPI 3.1 document at /openapi.json, made from the pydantic models of the requests
-(openai_api, runs_models) and responses (openai_responses, runs_models); openapi_runs has
-the runs API's paths."""
+(openai.requests, runs.models) and responses (openai.responses, runs.models), and the parts
+every operation's answers are made of; runs/openapi.py has the runs API's paths."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,7 +14,6 @@ import gen
 from gen.server.openai import requests as req
 from gen.server.openai import responses as res
 from gen.server.runs.models import RESPONSES as RUN_MODELS
-from gen.server.runs.openapi import runs_paths
 
 _MODELS: tuple[type[BaseModel], ...] = (
     req.ChatCompletionRequest,
@@ -46,21 +46,24 @@ _EVENT = {
 }
 
 
-def _ref(name: str) -> dict[str, str]:
+def ref(name: str) -> dict[str, str]:
+    """A schema of the components: one of the pydantic models."""
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _json(name: str, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
+def json_answer(name: str, description: str) -> dict[str, Any]:
+    """An answer whose body is the model `name` as JSON."""
+    return {"description": description, "content": {"application/json": {"schema": ref(name)}}}
 
 
-def _errors(codes: tuple[str, ...]) -> dict[str, Any]:
-    errors = {code: _json("ErrorResponse", _ERRORS[code]) for code in codes}
-    if "429" in errors:
-        errors["429"]["headers"] = {
+def error_answers(codes: Iterable[str], descriptions: Mapping[str, str]) -> dict[str, Any]:
+    """An operation's error answers, each an ErrorResponse; a 429's says Retry-After."""
+    answers = {code: json_answer("ErrorResponse", descriptions[code]) for code in codes}
+    if "429" in answers:
+        answers["429"]["headers"] = {
             "Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}
         }
-    return errors
+    return answers
 
 
 def _generation(request: str, response: str, summary: str) -> dict[str, Any]:
@@ -70,18 +73,18 @@ def _generation(request: str, response: str, summary: str) -> dict[str, Any]:
             "summary": summary,
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": _ref(request)}},
+                "content": {"application/json": {"schema": ref(request)}},
             },
             "responses": {
                 "200": {
                     "description": f"A {response}, or with stream=true Server-Sent Events: "
                     f"data: lines of chunks, then data: [DONE]",
                     "content": {
-                        "application/json": {"schema": _ref(response)},
+                        "application/json": {"schema": ref(response)},
                         "text/event-stream": {"schema": _EVENT},
                     },
                 },
-                **_errors(codes),
+                **error_answers(codes, _ERRORS),
             },
         }
     }
@@ -95,11 +98,15 @@ def _at_most(schema: dict[str, Any], limit: int) -> None:
 
 
 def openapi_document(
-    model: str, auth: bool, *, window: int | None = None, runs: bool = False
+    model: str,
+    auth: bool,
+    *,
+    window: int | None = None,
+    paths: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`model`: the one model served (the only value requests may name); `auth`: whether
     /v1/* needs a bearer key; `window`: its context window (no max_tokens past it);
-    `runs`: whether the server runs pipelines (the runs API)."""
+    `paths`: the runs API's, where the server runs pipelines."""
     _, top = models_json_schema(
         [(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}"
     )
@@ -122,7 +129,7 @@ def openapi_document(
                 "get": {
                     "summary": "The model served",
                     "responses": {
-                        "200": _json("ModelList", "The one model this server serves"),
+                        "200": json_answer("ModelList", "The one model this server serves"),
                     },
                 }
             },
@@ -130,7 +137,7 @@ def openapi_document(
                 "ChatCompletionRequest", "ChatCompletion", "Chat completion"
             ),
             "/v1/completions": _generation("CompletionRequest", "Completion", "Text completion"),
-            "/health": {"get": {"responses": {"200": _json("Health", "The server is up")}}},
+            "/health": {"get": {"responses": {"200": json_answer("Health", "The server is up")}}},
             "/metrics": {"get": {"responses": {"200": text}}},
             "/v1/session": {
                 "post": {
@@ -139,7 +146,7 @@ def openapi_document(
                     "responses": {"204": {"description": "The cookie is set (with a key)"}},
                 }
             },
-            **(runs_paths() if runs else {}),
+            **(paths or {}),
             "/openapi.json": {
                 "get": {
                     "responses": {
@@ -159,5 +166,5 @@ def openapi_document(
             if path.startswith("/v1/"):
                 for operation in item.values():
                     operation["security"] = [{"bearer": []}]
-                    operation["responses"] |= _errors(("401",))
+                    operation["responses"] |= error_answers(("401",), _ERRORS)
     return doc

@@ -1,6 +1,6 @@
 """The server's guards, as ASGI middleware: a bearer key on every /v1/* request, and limits
-on a request body's size (413 past it) and on its stalls (408). Loopback binding is the
-CLI's check."""
+on a request body's size (413 past it) and on its stalls (408). That a public bind has a
+key is the config's check."""
 
 from __future__ import annotations
 

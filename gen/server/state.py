@@ -1,14 +1,14 @@
-"""The server's settings (built once, at the edge) and what every request shares: the one
-engine, the queue limit, the metrics."""
+"""What every request shares: the one engine, the server's settings (config.py), the queue
+limit, the metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 
 from gen.errors import ContextOverflowError
 from gen.sampling import SamplingParams
+from gen.server.config import ServerConfig
 from gen.server.errors import APIError
 from gen.server.metrics import Metrics
 from gen.server.openai.generation import (
@@ -21,20 +21,6 @@ from gen.server.openai.generation import (
 )
 from gen.server.openai.requests import ChatCompletionRequest, CompletionRequest
 
-DEFAULT_MAX_BODY_BYTES = 8 * 2**20
-DEFAULT_BODY_TIMEOUT = 30.0  # seconds a request body may stall before its end
-
-
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
-    api_key: str | None = None
-    cors_origins: tuple[str, ...] = ()
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    body_timeout: float = DEFAULT_BODY_TIMEOUT
-    max_queue: int = 256  # requests admitted and unanswered; past it a 429
-    fault_marker: str | None = None  # test hook: see generation.FaultyStream
-    loopback_only: bool = False  # bound to loopback: refuse requests for other host names
-
 
 class ServerState:
     def __init__(self, backend: ServedModel, config: ServerConfig) -> None:
@@ -43,16 +29,6 @@ class ServerState:
         self.created = int(time.time())
         self.metrics = Metrics(backend.model, lambda: backend.stats)
         self.admission = Admission(config.max_queue, self.metrics)
-
-    def check_model(self, name: str) -> None:
-        if name != self.backend.model:
-            raise APIError(
-                404,
-                f"the model {name!r} does not exist here; this server serves "
-                f"{self.backend.model!r}",
-                param="model",
-                code="model_not_found",
-            )
 
     def check_prompt(self, ids: list[int], param: str) -> None:
         """A prompt must leave room for one token in the window, and name real tokens."""
@@ -74,9 +50,18 @@ class ServerState:
                 400, f"{param}: token ids must be in [0, {vocab}), got {bad[0]}", param=param
             )
 
-    def check_numbers(self, req: ChatCompletionRequest | CompletionRequest) -> None:
-        """What only this model bounds: a length within its window (a longer one is a
-        mistake, not a wish), token ids within its vocabulary."""
+    def check_request(self, req: ChatCompletionRequest | CompletionRequest) -> None:
+        """What a completion request's model checks could not: that it names this model,
+        that its length fits this model's window (a longer one is a mistake, not a wish),
+        that its token ids are in its vocabulary; and stream_options only with stream."""
+        if req.model != self.backend.model:
+            raise APIError(
+                404,
+                f"the model {req.model!r} does not exist here; this server serves "
+                f"{self.backend.model!r}",
+                param="model",
+                code="model_not_found",
+            )
         window, vocab = self.backend.context_window, self.backend.vocab_size
         for name in ("max_tokens", "max_completion_tokens"):
             value = getattr(req, name, None)
@@ -103,6 +88,8 @@ class ServerState:
                     param="logit_bias",
                     code="invalid_value",
                 )
+        if req.stream_options is not None and not req.stream:
+            raise APIError(400, "stream_options needs stream: true", param="stream_options")
 
     async def start(
         self,

@@ -1,20 +1,21 @@
-"""A real `gen serve` in a subprocess on 127.0.0.1 (a free port), up once /health answers;
-each real-model test module starts one and shares it."""
+"""A real `gen serve` in a subprocess on 127.0.0.1 (a free port), up once /health answers
+(started, polled and stopped by gen.bench.served's running); each real-model test module
+starts one and shares it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
+
+from gen.bench.served import free_port, running
 
 MODEL = "smollm2-135m"
 START_SECONDS = 300  # loading (and on a first run converting) the model
@@ -41,13 +42,6 @@ class Server:
         return values
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def gen_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "gen.cli", *args]
 
@@ -56,43 +50,11 @@ def gen_command(*args: str) -> list[str]:
 def running_server(*args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
     """`gen serve ARGS` on a free loopback port until the block ends (SIGTERM, then KILL)."""
     port = free_port()
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            gen_command("serve", "--port", str(port), *args),
-            stdout=log,
-            stderr=log,
-            env={**os.environ, **(env or {})},
-        )
-
-        def output() -> str:
-            log.seek(0)
-            return log.read().decode("utf-8", "replace")
-
-        server = Server(f"http://127.0.0.1:{port}", process, output)
-
-        try:
-            _wait_for_health(server)
-            yield server
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _wait_for_health(server: Server) -> None:
-    deadline = time.monotonic() + START_SECONDS  # a guard against hanging, not a timing check
-    while True:
-        if server.process.poll() is not None:
-            pytest.fail(f"gen serve exited with {server.process.returncode}:\n{server.output()}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{server.url}/health", timeout=5).status_code == 200:
-                return
-        if time.monotonic() > deadline:
-            pytest.fail(f"gen serve did not answer /health:\n{server.output()}")
-        time.sleep(0.2)
+    url = f"http://127.0.0.1:{port}"
+    command = gen_command("serve", "--port", str(port), *args)
+    env = {**os.environ, **(env or {})}
+    with running(command, url, "gen serve", START_SECONDS, env) as started:
+        yield Server(url, started.process, started.output)
 
 
 def wait_until(check: Callable[[], bool], what: str, seconds: float = 120) -> None:

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from gen.server.app import create_app
+from gen.server.config import ServerConfig
 from gen.server.security import is_loopback
-from gen.server.state import ServerConfig
 from tests.server.fakes import REPLY, FakeServed
 
 Call = Callable[[httpx.AsyncClient], Awaitable[Any]]

@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from gen.backends.base import Delta, Message
 from gen.backends.collect import Collected
+from gen.sampling import TokenLogprob
 from gen.server.errors import APIError
 from gen.server.openai.generation import Place
 from gen.server.openai.logprobs import TokenBytes, chat_logprobs
@@ -33,6 +34,8 @@ from gen.server.request import admitted, parse_body, server_state
 
 
 class ChatChunks:
+    body = ChatCompletion
+
     def __init__(self, model: str, token_bytes: TokenBytes, logprobs: bool) -> None:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
@@ -45,8 +48,8 @@ class ChatChunks:
             id=self.id, created=self.created, model=self.model, choices=choices, usage=used
         )
 
-    def _logprobs(self, delta: Delta) -> ChoiceLogprobs | None:
-        return chat_logprobs(delta.logprobs, self.token_bytes) if self.logprobs else None
+    def _logprobs(self, logprobs: list[TokenLogprob]) -> ChoiceLogprobs | None:
+        return chat_logprobs(logprobs, self.token_bytes) if self.logprobs else None
 
     def opening(self) -> list[BaseModel]:
         role = ChatChunkChoice(delta=ChunkDelta(role="assistant", content=""))
@@ -54,7 +57,7 @@ class ChatChunks:
 
     def piece(self, delta: Delta) -> BaseModel:
         choice = ChatChunkChoice(
-            delta=ChunkDelta(content=delta.text), logprobs=self._logprobs(delta)
+            delta=ChunkDelta(content=delta.text), logprobs=self._logprobs(delta.logprobs)
         )
         return self._chunk([choice])
 
@@ -67,8 +70,14 @@ class ChatChunks:
         return self._chunk([choice])
 
     def usage(self, delta: Delta) -> BaseModel:
-        return self._chunk(
-            [], usage(delta.prompt_tokens, delta.completion_tokens, delta.cached_prompt_tokens)
+        return self._chunk([], usage(delta))
+
+    def choice(self, done: Collected) -> BaseModel:
+        return ChatChoice(
+            message=AssistantMessage(content=done.text),
+            logprobs=self._logprobs(done.logprobs),
+            finish_reason=done.finish_reason,  # type: ignore[arg-type]
+            stop_reason=done.stop_reason,
         )
 
 
@@ -85,10 +94,7 @@ async def chat_completions(request: Request, place: Place) -> Response:
     state = server_state(request)
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
-    state.check_model(req.model)
-    state.check_numbers(req)
-    if req.stream_options is not None and not req.stream:
-        raise APIError(400, "stream_options needs stream: true", param="stream_options")
+    state.check_request(req)
     if req.top_logprobs is not None and not req.logprobs:
         raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     if req.continue_final_message:
@@ -119,23 +125,4 @@ async def chat_completions(request: Request, place: Place) -> Response:
     params = req.sampling_params(backend.context_window - len(ids), req.engine_logprobs())
     gen = await state.start(ids, params, req, place)
     chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs)
-
-    def whole(done: Collected) -> BaseModel:
-        choice = ChatChoice(
-            message=AssistantMessage(content=done.text),
-            logprobs=chat_logprobs(done.logprobs, backend.token_bytes) if req.logprobs else None,
-            finish_reason=done.finish_reason,  # type: ignore[arg-type]
-            stop_reason=done.stop_reason,
-        )
-        body = ChatCompletion(
-            id=chunks.id,
-            created=chunks.created,
-            model=backend.model,
-            choices=[choice],
-            usage=usage(done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens),
-        )
-        return body
-
-    return await respond(
-        request, gen, chunks, stream=req.stream, include_usage=req.include_usage, whole=whole
-    )
+    return await respond(request, gen, chunks, stream=req.stream, include_usage=req.include_usage)

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from gen.backends.base import Delta
 from gen.backends.collect import Collected
+from gen.sampling import TokenLogprob
 from gen.server.errors import APIError
 from gen.server.openai.generation import Place
 from gen.server.openai.logprobs import TokenBytes, completion_logprobs
@@ -30,6 +31,8 @@ DEFAULT_MAX_TOKENS = 16  # OpenAI's for this endpoint
 
 
 class TextChunks:
+    body = Completion
+
     def __init__(self, model: str, token_bytes: TokenBytes, logprobs: bool, echo: str) -> None:
         self.id = f"cmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
@@ -40,23 +43,21 @@ class TextChunks:
         self.offset = len(echo)  # characters sent, for logprobs' text_offset
 
     def _chunk(self, choices: list[CompletionChoice], delta: Delta | None = None) -> BaseModel:
-        used = None
-        if delta is not None:
-            used = usage(delta.prompt_tokens, delta.completion_tokens, delta.cached_prompt_tokens)
+        used = None if delta is None else usage(delta)
         return Completion(
             id=self.id, created=self.created, model=self.model, choices=choices, usage=used
         )
 
-    def logprobs_of(self, delta: Delta) -> CompletionLogprobs | None:
+    def _logprobs(self, logprobs: list[TokenLogprob]) -> CompletionLogprobs | None:
         if not self.logprobs:
             return None
-        return completion_logprobs(delta.logprobs, self.token_bytes, self.offset)
+        return completion_logprobs(logprobs, self.token_bytes, self.offset)
 
     def opening(self) -> list[BaseModel]:
         return [self._chunk([CompletionChoice(text=self.echo)])] if self.echo else []
 
     def piece(self, delta: Delta) -> BaseModel:
-        choice = CompletionChoice(text=delta.text, logprobs=self.logprobs_of(delta))
+        choice = CompletionChoice(text=delta.text, logprobs=self._logprobs(delta.logprobs))
         self.offset += len(delta.text)
         return self._chunk([choice])
 
@@ -70,6 +71,14 @@ class TextChunks:
 
     def usage(self, delta: Delta) -> BaseModel:
         return self._chunk([], delta)
+
+    def choice(self, done: Collected) -> BaseModel:
+        return CompletionChoice(
+            text=self.echo + done.text,
+            logprobs=self._logprobs(done.logprobs),
+            finish_reason=done.finish_reason,  # type: ignore[arg-type]
+            stop_reason=done.stop_reason,
+        )
 
 
 def _prompt(state: ServerState, req: CompletionRequest) -> tuple[list[int], str]:
@@ -92,10 +101,7 @@ async def completions(request: Request, place: Place) -> Response:
     state = server_state(request)
     backend = state.backend
     req = await parse_body(request, CompletionRequest)
-    state.check_model(req.model)
-    state.check_numbers(req)
-    if req.stream_options is not None and not req.stream:
-        raise APIError(400, "stream_options needs stream: true", param="stream_options")
+    state.check_request(req)
     ids, text = await asyncio.to_thread(_prompt, state, req)  # a long text takes seconds
     state.check_prompt(ids, "prompt")
     room = backend.context_window - len(ids)
@@ -103,23 +109,4 @@ async def completions(request: Request, place: Place) -> Response:
     echo = text if req.echo else ""
     gen = await state.start(ids, params, req, place)
     chunks = TextChunks(backend.model, backend.token_bytes, req.logprobs is not None, echo)
-
-    def whole(done: Collected) -> BaseModel:
-        choice = CompletionChoice(
-            text=echo + done.text,
-            logprobs=chunks.logprobs_of(Delta("", logprobs=done.logprobs)),
-            finish_reason=done.finish_reason,  # type: ignore[arg-type]
-            stop_reason=done.stop_reason,
-        )
-        body = Completion(
-            id=chunks.id,
-            created=chunks.created,
-            model=backend.model,
-            choices=[choice],
-            usage=usage(done.prompt_tokens, done.completion_tokens, done.cached_prompt_tokens),
-        )
-        return body
-
-    return await respond(
-        request, gen, chunks, stream=req.stream, include_usage=req.include_usage, whole=whole
-    )
+    return await respond(request, gen, chunks, stream=req.stream, include_usage=req.include_usage)

@@ -13,7 +13,7 @@ from gen.engine.detokenizer import REPLACEMENT
 from gen.engine.grammar import GrammarError
 from gen.errors import BackendError
 from gen.sampling import InvalidParam, SamplingParams
-from gen.server.errors import APIError
+from gen.server.errors import busy
 from gen.server.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -61,12 +61,11 @@ class Admission:
     def enter(self) -> Place:
         if self.count >= self.limit:
             self.metrics.rejected.labels(self.metrics.model).inc()
-            raise APIError(
-                429,
+            raise busy(
                 f"the server is busy: {self.count} requests are queued or running "
                 f"(limit {self.limit}, gen serve --max-queue); retry shortly",
                 code="queue_full",
-                headers={"Retry-After": "1"},
+                retry_after=1,
             )
         self.count += 1
         return Place(self)

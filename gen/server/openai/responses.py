@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -51,11 +51,17 @@ class ChatChoice(BaseModel):
     )
 
 
-class ChatCompletion(BaseModel):
+class _Answer(BaseModel):
+    """What an answer and each chunk of one begin with; `object` names which it is."""
+
     id: str
-    object: Literal["chat.completion"] = "chat.completion"
+    object: str
     created: int
     model: str
+
+
+class ChatCompletion(_Answer):
+    object: Literal["chat.completion"] = "chat.completion"
     choices: list[ChatChoice]
     usage: Usage
 
@@ -77,11 +83,8 @@ class ChatChunkChoice(BaseModel):
     stop_reason: StopReason = None
 
 
-class ChatCompletionChunk(BaseModel):
-    id: str
+class ChatCompletionChunk(_Answer):
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
-    created: int
-    model: str
     choices: list[ChatChunkChoice]
     usage: Usage | None = None
 
@@ -101,13 +104,10 @@ class CompletionChoice(BaseModel):
     stop_reason: StopReason = None
 
 
-class Completion(BaseModel):
+class Completion(_Answer):
     """A text completion, and (object "text_completion" too) each chunk of a streamed one."""
 
-    id: str
     object: Literal["text_completion"] = "text_completion"
-    created: int
-    model: str
     choices: list[CompletionChoice]
     usage: Usage | None = None
 
@@ -141,12 +141,25 @@ class Health(BaseModel):
     model: str
 
 
-def usage(prompt: int, completion: int, cached: int) -> Usage:
+class Counts(Protocol):
+    """A generation's token counts (its last delta, or the whole of it collected)."""
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def cached_prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
+
+
+def usage(counts: Counts) -> Usage:
     return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=prompt + completion,
-        prompt_tokens_details=PromptTokensDetails(cached_tokens=cached),
+        prompt_tokens=counts.prompt_tokens,
+        completion_tokens=counts.completion_tokens,
+        total_tokens=counts.prompt_tokens + counts.completion_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=counts.cached_prompt_tokens),
     )
 
 

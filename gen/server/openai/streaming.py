@@ -22,11 +22,19 @@ from gen.backends.base import Delta
 from gen.backends.collect import Collected, collect
 from gen.server.errors import from_exception
 from gen.server.openai.generation import Generation
-from gen.server.openai.responses import dump
+from gen.server.openai.responses import dump, usage
 
 
 class Chunks(Protocol):
-    """How one endpoint words its chunks."""
+    """How one endpoint words its answer: streamed as chunks (opening, a piece per delta,
+    finish, usage), or whole as one `body` with its one `choice`."""
+
+    id: str
+    created: int
+    model: str
+
+    @property
+    def body(self) -> Callable[..., BaseModel]: ...  # ChatCompletion, Completion
 
     def opening(self) -> list[BaseModel]: ...
 
@@ -35,6 +43,19 @@ class Chunks(Protocol):
     def finish(self, delta: Delta) -> BaseModel: ...
 
     def usage(self, delta: Delta) -> BaseModel: ...
+
+    def choice(self, done: Collected) -> BaseModel: ...
+
+
+def whole(chunks: Chunks, done: Collected) -> BaseModel:
+    """The answer to a request not streamed, once its generation is done."""
+    return chunks.body(
+        id=chunks.id,
+        created=chunks.created,
+        model=chunks.model,
+        choices=[chunks.choice(done)],
+        usage=usage(done),
+    )
 
 
 def _data(data: str) -> ServerSentEvent:
@@ -120,13 +141,12 @@ async def respond(
     *,
     stream: bool,
     include_usage: bool,
-    whole: Callable[[Collected], BaseModel],
 ) -> Response:
-    """The answer to a completion request: streamed as `chunks`, or the body `whole` builds
-    from the finished generation (499 when the client left before it finished)."""
+    """The answer to a completion request, streamed or whole (499 when the client left
+    before it finished)."""
     if stream:
         return event_stream(gen, chunks, include_usage)
     done = await collect_unless_gone(request, gen)
     if done is None:
         return Response(status_code=499)  # nobody is there to read it
-    return JSONResponse(dump(whole(done)))
+    return JSONResponse(dump(whole(chunks, done)))

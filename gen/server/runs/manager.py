@@ -22,7 +22,8 @@ from gen.pipeline.run.orchestrator import preflight
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.runner import PreparedRun, prepare_run
 from gen.pipeline.run.section import RunContext
-from gen.server.errors import APIError
+from gen.server.config import RunLimits
+from gen.server.errors import APIError, busy
 from gen.server.runs.store import (
     ACTIVE,
     RunRequest,
@@ -67,20 +68,13 @@ class ServerRun:
         return self.run_dir.run_id
 
 
-@dataclass(frozen=True, slots=True)
-class RunLimits:
-    max_runs: int = 2  # runs generating at once
-    max_queue: int = 16  # runs waiting for a place; past it a 429
-    max_watchers: int = 256  # event streams open at once; past it a 429
-
-
 class RunManager:
     def __init__(
         self,
         backend: Backend,
         out: Path,
         pipelines: Path,
-        limits: RunLimits = RunLimits(),
+        limits: RunLimits | None = None,
         *,
         poll_seconds: float = 0.25,
         ping_seconds: float = 15.0,
@@ -90,7 +84,7 @@ class RunManager:
         self.ping_seconds = ping_seconds  # SSE keep-alive comments
         self.out = out
         self.pipelines = pipelines
-        self.limits = limits
+        self.limits = RunLimits() if limits is None else limits
         self.runs: dict[str, ServerRun] = {}  # queued or running here
         self.watchers = 0  # event streams open
         self._watch_lock = threading.Lock()  # (a stream may be collected on another thread)
@@ -146,13 +140,12 @@ class RunManager:
     def check_queue(self) -> None:
         """A 429 when the run queue is full (before a request's body is even read)."""
         # (counted as a whole: a run just submitted is queued until its task takes a place)
-        if len(self.runs) >= self.limits.max_runs + self.limits.max_queue:
-            raise APIError(
-                429,
+        if len(self.runs) >= self.limits.max_runs + self.limits.max_waiting:
+            raise busy(
                 f"the run queue is full: {self.limits.max_runs} runs generate and "
-                f"{self.limits.max_queue} wait; retry when one has finished",
+                f"{self.limits.max_waiting} wait; retry when one has finished",
                 code="run_queue_full",
-                headers={"Retry-After": "10"},
+                retry_after=10,
             )
 
     def watcher_place(self) -> Callable[[], None]:
@@ -161,12 +154,11 @@ class RunManager:
         the place's release, which may be called more than once."""
         with self._watch_lock:
             if self.watchers >= self.limits.max_watchers:
-                raise APIError(
-                    429,
+                raise busy(
                     f"too many event streams open ({self.limits.max_watchers}, "
                     f"--max-watchers); retry when one has closed",
                     code="too_many_watchers",
-                    headers={"Retry-After": "5"},
+                    retry_after=5,
                 )
             self.watchers += 1
         held = [True]

@@ -1,10 +1,11 @@
-"""The runs API's part of /openapi.json (runs.py's routes): each operation with its
+"""The runs API's part of /openapi.json (routes.py's routes): each operation with its
 request, its answers and every error status it can give."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from gen.server.openapi import error_answers, json_answer, ref
 from gen.server.runs.models import EVENT_TYPES
 
 ERRORS = {
@@ -19,7 +20,6 @@ ERRORS = {
     "429": "The run queue (or, for an event stream, the places for streams) is full; retry "
     "after Retry-After seconds",
 }
-_RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
 _RUN_ID = {
     "name": "run_id",
     "in": "path",
@@ -45,14 +45,6 @@ _JSON_BODY = {
 }
 
 
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _json(name: str, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
-
-
 def _text(media_types: tuple[str, ...], description: str) -> dict[str, Any]:
     string = {"schema": {"type": "string"}}
     return {"description": description, "content": {m: string for m in media_types}}
@@ -67,11 +59,7 @@ def _operation(
     run_id: bool = True,
     more: tuple[dict[str, Any], ...] = (),
 ) -> dict[str, Any]:
-    answers = dict(responses)
-    for code in errors:
-        answers[code] = _json("ErrorResponse", ERRORS[code])
-        if code == "429":
-            answers[code]["headers"] = _RETRY_AFTER
+    answers = {**responses, **error_answers(errors, ERRORS)}
     operation: dict[str, Any] = {"summary": summary, "responses": answers}
     parameters = [*([_RUN_ID] if run_id else []), *more]
     if parameters:
@@ -110,17 +98,17 @@ def runs_paths() -> dict[str, Any]:
     )
     cancel = _operation(
         "Cancel a queued or running run (finished sections are kept)",
-        {"200": _json("RunAction", "The run, cancelled")},
+        {"200": json_answer("RunAction", "The run, cancelled")},
         ("404", "408", "409", "413", "415"),
         body=_JSON_BODY,
     )
     resume = _operation(
         "Resume a run this server started that failed, was cancelled or was interrupted",
-        {"200": _json("RunAction", "The run, queued again")},
+        {"200": json_answer("RunAction", "The run, queued again")},
         ("404", "408", "409", "413", "415", "429"),
         body=_JSON_BODY,
     )
-    created = _json("RunCreated", "The run, queued")
+    created = json_answer("RunCreated", "The run, queued")
     created["headers"] = {
         "Location": {"description": "the run's URL", "schema": {"type": "string"}}
     }
@@ -128,14 +116,14 @@ def runs_paths() -> dict[str, Any]:
         "Start a pipeline run",
         {"201": created},
         ("400", "408", "413", "415", "422", "429"),
-        body={"required": True, "content": {"application/json": {"schema": _ref("CreateRun")}}},
+        body={"required": True, "content": {"application/json": {"schema": ref("CreateRun")}}},
         run_id=False,
     )
     return {
         "/v1/pipelines": {
             "get": _operation(
                 "The pipelines a run may name, with their inputs",
-                {"200": _json("PipelineList", "The pipelines folder's pipelines")},
+                {"200": json_answer("PipelineList", "The pipelines folder's pipelines")},
                 (),
                 run_id=False,
             )
@@ -144,7 +132,7 @@ def runs_paths() -> dict[str, Any]:
             "post": create,
             "get": _operation(
                 "Every run in the outputs folder, this server's and `gen run`'s",
-                {"200": _json("RunList", "The runs, newest first")},
+                {"200": json_answer("RunList", "The runs, newest first")},
                 (),
                 run_id=False,
             ),
@@ -152,7 +140,7 @@ def runs_paths() -> dict[str, Any]:
         "/v1/runs/{run_id}": {
             "get": _operation(
                 "A run's manifest so far",
-                {"200": _json("RunManifest", "The manifest")},
+                {"200": json_answer("RunManifest", "The manifest")},
                 ("404",),
             )
         },

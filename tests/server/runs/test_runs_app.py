@@ -16,10 +16,10 @@ import pytest
 
 from gen.pipeline.run.events import EventLog, read_events
 from gen.server.app import create_app
+from gen.server.config import RunLimits, ServerConfig
 from gen.server.errors import APIError
 from gen.server.runs.documents import wants_html
-from gen.server.runs.manager import RunLimits, RunManager
-from gen.server.state import ServerConfig
+from gen.server.runs.manager import RunManager
 from tests.pipeline.fake_backend import FakeBackend
 from tests.server.fakes import FakeServed
 

@@ -12,7 +12,7 @@ from gen.backends.base import Backend
 from gen.pipeline.run.outline import ItemGuard, Refusal, json_list_schema, list_grammar, tidy_title
 from gen.pipeline.run.prose import PROSE_REGEX
 from gen.pipeline.spec import Pipeline, Section
-from gen.pipeline.templates.render import document_title, render_count
+from gen.pipeline.templates.render import document_title, render_count, render_prompt
 from gen.text.listparse import item_title, parse_json_items, parse_list, title_key
 
 # a list item refused this many times in a row is then only refused as a repeat (or as a
@@ -78,6 +78,20 @@ class ListItems:
     refused: list[str] = field(default_factory=list)
     tries: int = 0
     seen: int = 0  # items the guard had accepted at the last refusal
+
+    @classmethod
+    def of(
+        cls,
+        pipeline: Pipeline,
+        section: Section,
+        variables: dict[str, Any],
+        items: tuple[int, int] | None,
+    ) -> ListItems:
+        """A list section's, `items` its range, before its first round."""
+        prompt = render_prompt(pipeline, section, variables)
+        exclude = list(section.exclude)
+        guard = ItemGuard(prompt, exclude, title=document_title(pipeline))
+        return cls(items or (1, MAX_LIST_ITEMS), exclude, guard)
 
     def grammar(self) -> str:
         least, most = self.items

@@ -106,12 +106,8 @@ class Engine:
 
     def abort(self, request_id: str) -> Output | None:
         """Cancel a request and free its KV memory at once."""
-        seq = self.requests.pop(request_id, None)
-        if seq is None or seq.finished:
-            return None
-        self.scheduler.remove(seq)
-        self.runner.release_slot(seq)
-        return seq.abort()
+        seq = self._end(request_id)
+        return None if seq is None else seq.abort()
 
     def resume(self, request_id: str, max_tokens: int) -> int:
         """Continue a parked request for up to max_tokens more; nothing is re-prefilled.
@@ -128,19 +124,15 @@ class Engine:
 
     def release(self, request_id: str) -> Output | None:
         """Finish a parked request: free its KV memory and return its held-back text."""
-        seq = self.requests.pop(request_id, None)
-        if seq is None or seq.finished:
+        seq = self._end(request_id)
+        if seq is None:
             return None
-        self.scheduler.remove(seq)
-        self.runner.release_slot(seq)
         return seq.release() if seq.status is Status.PARKED else seq.abort()
 
     def reset(self) -> None:
         """Drop every request and free all KV memory (after a failed step)."""
         for seq in list(self.requests.values()):
-            self.scheduler.remove(seq)
-            self.runner.release_slot(seq)
-        self.requests.clear()
+            self._drop(seq)
 
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished()
@@ -224,7 +216,17 @@ class Engine:
         self._drop(seq)
         return out
 
+    def _end(self, request_id: str) -> Sequence | None:
+        """The request, dropped with its KV memory freed; None when it is unknown or had
+        finished (and is forgotten)."""
+        seq = self.requests.pop(request_id, None)
+        if seq is None or seq.finished:
+            return None
+        self._drop(seq)
+        return seq
+
     def _drop(self, seq: Sequence) -> None:
+        """Forget a request: out of the scheduler's queues, its KV rows freed."""
         self.scheduler.remove(seq)
         self.runner.release_slot(seq)
         self.requests.pop(seq.request_id, None)

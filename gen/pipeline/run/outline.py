@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gen.pipeline.run.lines import finished_lines
 from gen.text.function_words import DETERMINERS, FUNCTION_WORDS
 from gen.text.listparse import is_twin, line_item, singular, title_key
 
@@ -171,13 +172,8 @@ class ItemGuard:
         if self._scan > len(text):  # the text was cut back: the items it still holds stay
             self.items = [item for item in self.items if item[1] <= len(text)]
             self._scan = self.items[-1][1] + 1 if self.items else 0
-        while True:
-            end = text.find("\n", self._scan)
-            if end < 0:
-                if not final or self._scan >= len(text):
-                    return None
-                end = len(text)
-            start, self._scan = self._scan, end + 1
+        for start, end in finished_lines(text, self._scan, final):
+            self._scan = end + 1
             title = line_item(text[start:end])
             if title is None:
                 continue
@@ -187,6 +183,7 @@ class ItemGuard:
                 return Refusal(start, title, reason)
             self.items.append((start, end, title))
             self.lenient = False  # leniency was for the item just accepted, not the rest
+        return None
 
     def judge(self, title: str) -> str | None:
         """Why `title` may not follow the items so far; None when it may."""

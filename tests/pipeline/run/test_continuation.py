@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gen.pipeline.run.continuation import CONTINUE_PROMPT, MORE_PROMPT
-from gen.pipeline.run.section import EXTEND_MIN_TOKENS
+from gen.pipeline.run.params import EXTEND_MIN_TOKENS
 from gen.text.words import length_score
 from tests.pipeline.fake_backend import FakeBackend, Reply, pipeline_from, read_events, run
 

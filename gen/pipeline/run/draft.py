@@ -1,0 +1,153 @@
+"""A section's text as it streams in. Each piece passes the heading filter and is checked:
+by a held list's guard, else the loop detector, then for a sibling part's title and
+against the length policy; the text is cut back where one of them ends the round. What
+can no longer be cut goes out as `delta` events. Knows nothing of backends or requests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gen.pipeline.run.constraint import ListItems
+from gen.pipeline.run.continuation import LengthPolicy
+from gen.pipeline.run.events import EventLog
+from gen.pipeline.run.headings import HeadingFilter
+from gen.pipeline.run.outline import Refusal
+from gen.pipeline.run.release import release_end, round_pieces
+from gen.pipeline.run.repetition import ECHO_N, LoopDetector, Repetition
+from gen.pipeline.run.siblings import Siblings, plan_start
+from gen.text.function_words import FUNCTION_WORDS
+from gen.text.listparse import title_key
+from gen.text.quality import ngrams, tokens
+from gen.text.words import count_words
+
+COVERED_CHARS = 300  # what is kept of a sentence cut for saying an earlier section again
+
+
+class Draft:
+    def __init__(
+        self,
+        events: EventLog,
+        key: str,
+        policy: LengthPolicy,
+        headings: HeadingFilter,
+        siblings: Siblings,
+        earlier: Sequence[str] = (),
+    ) -> None:
+        """`key`: the section's, for its deltas; `earlier`: the text of the sections before
+        it in the document (a sentence that says theirs again is cut)."""
+        self.events = events
+        self.key = key
+        self.policy = policy
+        self.headings = headings
+        self.siblings = siblings
+        self.text = ""
+        self.shown = 0  # characters of the text already sent as deltas
+        self.round_start = 0  # where the current round's text begins
+        self._round_starts: list[tuple[int, int]] = []  # (where, round): who wrote the text
+        self._detector = LoopDetector()
+        self._earlier = frozenset(ngrams(tokens("\n\n".join(earlier)), ECHO_N))
+        self.covered: list[str] = []  # sentences cut for saying an earlier section again
+        self.list: ListItems | None = None  # a held list: its guard checks the items
+
+    def begin(self, round_no: int, restart: bool) -> None:
+        """Round `round_no` writes on from the end of the text; with `restart` it may start
+        over (a chat turn, a round past where the model stopped): an opening that says the
+        text again is a loop."""
+        self.round_start = len(self.text)
+        while self._round_starts and self._round_starts[-1][0] >= self.round_start:
+            self._round_starts.pop()  # a round whose text was all cut away
+        self._round_starts.append((self.round_start, round_no))
+        self._detector = LoopDetector(
+            self.text,
+            floor=self.shown,
+            restart=restart and bool(self.text),
+            earlier=self._earlier,
+        )
+
+    def take(self, piece: str, round_no: int) -> str | Repetition | None:
+        """Add a piece of the round's text; a loop or the length policy may end the round:
+        "words", a sibling's title, or the Repetition found."""
+        piece = self.headings.feed(piece)
+        if not piece:
+            return None
+        self.text += piece
+        if self.list is not None:  # a held list: its guard, not the loop detector
+            refusal = self.list.guard.feed(self.text)
+            if refusal is not None:
+                return self._refuse(refusal)
+        found = self._detector.feed(piece) if self.list is None else None
+        if found is not None:
+            if found.kind == "echo":
+                self.covered.append(self.text[found.start :].strip()[:COVERED_CHARS])
+            self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
+            return found  # what is still held may be cut by the retry's own loop
+        sibling = self.siblings.line(self.text)
+        if sibling is not None:
+            return self._at_sibling(*sibling, round_no)
+        end = self.policy.end(self.text, self.shown)
+        if end is not None:
+            self.text = self.text[:end]
+            self.release(final=True, round_no=round_no)
+            return "words"
+        self.release(round_no=round_no)
+        return None
+
+    def end_round(self, round_no: int) -> str | Repetition | None:
+        """The round's text is all there; its last line may be a sibling's title."""
+        self.text += self.headings.flush()
+        sibling = self.siblings.line(self.text, final=True)
+        if sibling is not None:
+            return self._at_sibling(*sibling, round_no)
+        self.release(round_no=round_no)  # the last sentences stay held into the next round
+        return None
+
+    def append(self, piece: str, round_no: int | None = None) -> None:
+        """Text added between rounds (a seam, a held-back tail)."""
+        if piece:
+            self.text += piece
+        self.release(round_no=round_no)
+
+    def finish(self, tail: str) -> None:
+        """The end of the section, `tail` the text the backend still held: a last line that
+        is a sibling's title is dropped, and everything still held back is shown."""
+        self.text += self.headings.feed(tail) + self.headings.flush()
+        found = self.siblings.line(self.text, final=True)
+        if found is not None:
+            self.text = self.text[: max(found[0], self.shown)]
+        self.text = self.text[: max(self.shown, len(self.text.rstrip()))]
+        self.release(final=True)
+
+    def release(self, final: bool = False, round_no: int | None = None) -> None:
+        """Send as deltas the text that can no longer be cut away (see release_end), one
+        per round whose text it holds."""
+        end = release_end(self.text, self.shown, final)
+        if end <= self.shown:
+            return
+        for number, piece in round_pieces(self.text, self.shown, end, self._round_starts, round_no):
+            self.events.emit("delta", section=self.key, round=number, text=piece)
+        self.shown = end
+
+    def _refuse(self, refusal: Refusal) -> Repetition:
+        """A list item repeats an earlier one (or is one the pipeline writes itself): it is
+        cut away and sampled again, the grammar banning it from now on."""
+        if self.list is not None:
+            self.list.refuse(refusal)
+        self.text = self.text[: max(len(self.text[: refusal.start].rstrip()), self.shown)]
+        detail = f"item {refusal.title!r} refused: {refusal.reason}"
+        return Repetition("item", refusal.start, len(self.text), detail)
+
+    def _at_sibling(self, start: int, title: str, round_no: int) -> str | Repetition:
+        """The part has begun a sibling's title at `start`: it ends there (the title is the
+        round's stop reason); before half its target it has gone astray (writing the plan,
+        or the next part) and is retried from there like a loop."""
+        target = self.policy.target
+        early = bool(target) and count_words(self.text[:start]) < (target or 0) / 2
+        if early:  # the list lines just before it were the plan too: they go with it
+            start = plan_start(self.text, start)
+        self.text = self.text[: max(start, self.shown)]
+        if early:
+            words = tuple(w for w in title_key(title).split() if w not in FUNCTION_WORDS)
+            detail = f"began another part's title early: {title}"
+            return Repetition("sibling", len(self.text), len(self.text), detail, words[:1])
+        self.release(final=True, round_no=round_no)
+        return title

@@ -1,0 +1,204 @@
+"""A section's round loop as a decision: after each round `next_round` reads the loop's
+counters (Rounds) and what the round did (Outcome) and says what comes next: stop, and
+why; decode on in the same sequence (kv); or close the stream and send a new request, to
+retry what was cut or to continue. Pure: section.py streams the rounds and applies it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from gen.pipeline.run.constraint import ITEM_RETRIES
+from gen.pipeline.run.continuation import RoundMode
+
+# a retry that kept this many words before the next loop has worked: the count starts again
+RETRY_PROGRESS_WORDS = 80
+# a retry samples this many tokens with its stronger settings, then the section goes on
+# with its own (a hotter, more penalised sampler drifts off the topic if left on)
+RETRY_TOKENS = 128
+# rounds cut off by max_tokens in a row that add no letter or digit end the section
+STALLED_ROUNDS = 2
+
+# how a round was cut short: a list item refused, a loop (or an echo, or a sibling's title
+# begun early), or the end the length policy or a sibling's title set
+Cut = Literal["item", "loop", "end"]
+Why = Literal["items", "loops", "end", "stalled", "rounds", "window", "finished", "budget"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rounds:
+    """The loop's counters, from one round to the next."""
+
+    retries: int = 0  # retries after a loop or a refused item, in all
+    stuck: int = 0  # retries in a row, each looping again within RETRY_PROGRESS_WORDS
+    retry_mark: int = 0  # where the text stood at the last retry
+    extra_rounds: int = 0  # rounds that do not count against max_rounds (retries)
+    avoid: frozenset[str] = frozenset()  # words the loops since the last recovery leaned on
+    extend: bool = False  # the next round writes on past where the model stopped
+    stalls: int = 0  # rounds in a row cut off by max_tokens that wrote no letter or digit
+    sound_end: int = 0  # where the text stood after the last round that added words
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What the section's settings fix for all its rounds."""
+
+    strategy: RoundMode  # how a round cut off by max_tokens goes on (kv, prefix, chat)
+    max_rounds: int
+    loop_retries: int
+    max_tokens: int
+    window: int
+    targeted: bool = False  # the section has a target length
+    shaped: bool = False  # its output is held to a shape whose end the grammar decides
+
+
+def _never_short(end: int) -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the round just streamed did."""
+
+    rounds: int  # rounds run so far, this one included
+    end: int  # the text's length after it
+    shown: int  # how much of the text was already sent (it is never cut away)
+    progress: int = 0  # words written since the last retry's mark
+    cut: Cut | None = None
+    leaned: tuple[str, ...] = ()  # the words a loop leaned on
+    refusals: int = 0  # a held list's refusals in a row without a new item between them
+    finish: str | None = "stop"  # the round's finish_reason, when it was not cut
+    used: int | None = None  # prompt + completion tokens, where the backend said them
+    wrote: bool = True  # it added a letter or digit
+    short: Callable[[int], bool] = _never_short  # the text up to `end` is short of its least
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The section ends now (its stream is closed on the way out)."""
+
+    why: Why
+    truncated: bool | None = None  # the record's `truncated`; None: left as it is
+    degenerate: bool = False
+    ended_by: str | None = None  # a finish other than stop or length (content_filter, ...)
+    keep: int | None = None  # the text is cut back to this length first
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """kv: the same sequence decodes on for up to `tokens` more; it carries `carried`
+    tokens of context, the next round's prompt."""
+
+    tokens: int
+    carried: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """The round was cut (a loop, a refused item): the stream is closed, what it still
+    holds back dropped with the cut, and the text so far is sent again in `mode`, sampled
+    afresh. `last`: the rounds are used up, the section ends instead."""
+
+    mode: RoundMode
+    last: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """The stream is closed, what it still holds back added to the text, and a new request
+    goes on in `mode`. `last`: the rounds are used up, the section ends instead."""
+
+    mode: RoundMode
+    last: bool = False
+
+
+Decision = Stop | Resume | Retry | Continue
+
+
+def next_round(state: Rounds, done: Outcome, rules: Rules) -> tuple[Rounds, Decision]:
+    """The counters after the round, and what happens next."""
+    state = replace(state, extend=False)  # an extended round is only ever the next one
+    if done.cut == "item":
+        if done.refusals > 2 * ITEM_RETRIES:
+            return state, Stop("items")  # stop: the list ends with the items it has
+        state = replace(state, retries=state.retries + 1, extra_rounds=state.extra_rounds + 1)
+        return state, Retry(_resend(rules.strategy), last=_used_up(state, done, rules))
+    if done.cut == "loop":
+        if done.progress >= RETRY_PROGRESS_WORDS:
+            state = replace(state, stuck=0)  # the last retry went on soundly for a while
+        if state.stuck >= rules.loop_retries:
+            # stop: it loops again right after every retry
+            return state, Stop("loops", degenerate=True)
+        state = replace(
+            state,
+            stuck=state.stuck + 1,
+            avoid=state.avoid | set(done.leaned),
+            retries=state.retries + 1,
+            extra_rounds=state.extra_rounds + 1,
+            retry_mark=done.end,
+        )
+        return state, Retry(_resend(rules.strategy), last=_used_up(state, done, rules))
+    if done.cut == "end":
+        return state, Stop("end")  # stop: the length policy or a sibling's title ended it
+
+    stalled = done.finish == "length" and not done.wrote
+    state = replace(
+        state,
+        stalls=state.stalls + 1 if stalled else 0,
+        sound_end=state.sound_end if stalled else done.end,
+    )
+    if state.stalls >= STALLED_ROUNDS:
+        # stop: whole rounds add no letters (symbols, broken bytes); they are cut away
+        keep = max(state.sound_end, done.shown)
+        return state, Stop("stalled", truncated=done.short(keep), degenerate=True, keep=keep)
+    if done.finish == "length" and state.stuck > 0 and done.progress >= RETRY_PROGRESS_WORDS:
+        # a retry has written on without a loop: back to the section's own settings (a new
+        # request, the same text)
+        state = replace(state, stuck=0, avoid=frozenset(), extra_rounds=state.extra_rounds + 1)
+        return state, Continue(_resend(rules.strategy), last=_used_up(state, done, rules))
+    if done.finish == "length":
+        if done.rounds >= rules.max_rounds + state.extra_rounds:
+            # stop: rounds used up; a section past its target is complete
+            return state, Stop("rounds", truncated=not rules.targeted or done.short(done.end))
+        if rules.strategy != "kv":  # go on (past the target: to a boundary)
+            return state, Continue(rules.strategy, last=_used_up(state, done, rules))
+        if done.used is None:
+            raise RuntimeError("a kv round ended without usage")
+        room = rules.window - done.used
+        if room < 1:
+            # stop: the context window cannot hold another round
+            return state, Stop("window", truncated=True)
+        if state.stuck:
+            room = min(room, RETRY_TOKENS)
+        return state, Resume(min(rules.max_tokens, room), done.used)
+    if done.finish == "stop" and done.short(done.end) and not rules.shaped:
+        # short of its target: a model that can continue its own text writes on past its
+        # end after a paragraph break, its end of text held off a while; a chat server is
+        # asked for more
+        mode: RoundMode = "prefix" if rules.strategy in ("kv", "prefix") else "more"
+        state = replace(state, extend=mode == "prefix")
+        return state, Continue(mode, last=_used_up(state, done, rules))
+    # stop: the model finished (or a remote filter ended it)
+    ended_by = done.finish if done.finish not in ("stop", "length") else None
+    return state, Stop("finished", ended_by=ended_by)
+
+
+def budget_stop(prompt_tokens: int | None, window: int, cut_off: bool) -> Stop | None:
+    """A new request's prompt, fitted (None: the text so far no longer fits the budget):
+    stop when the context cannot hold another round. `cut_off`: the last round ended at
+    max_tokens (then the section is truncated)."""
+    if prompt_tokens is None or window - prompt_tokens < 1:
+        return Stop("budget", truncated=cut_off)  # stop: the context budget is spent
+    return None
+
+
+def _resend(strategy: RoundMode) -> RoundMode:
+    """How a round that needs a new request (other settings, trimmed text) goes on: the
+    text as an open assistant message where the backend allows it, else a chat turn."""
+    return "prefix" if strategy in ("kv", "prefix") else "chat"
+
+
+def _used_up(state: Rounds, done: Outcome, rules: Rules) -> bool:
+    """Are the rounds used up (retries do not count)?"""
+    return done.rounds >= rules.max_rounds + state.extra_rounds

@@ -1,0 +1,272 @@
+"""The round loop's decision as a table: the loop's counters and what a round did in, the
+counters after it and what happens next out. No backend: next_round is a pure function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from gen.pipeline.run.rounds import (
+    RETRY_TOKENS,
+    Continue,
+    Decision,
+    Outcome,
+    Resume,
+    Retry,
+    Rounds,
+    Rules,
+    Stop,
+    budget_stop,
+    next_round,
+)
+
+KV = Rules(strategy="kv", max_rounds=4, loop_retries=2, max_tokens=500, window=4000)
+PREFIX, CHAT = replace(KV, strategy="prefix"), replace(KV, strategy="chat")
+TARGETED = replace(KV, targeted=True)
+START = Rounds()
+
+
+def short_below(least: int) -> Callable[[int], bool]:
+    """A text is short of its least while it has fewer than `least` characters."""
+    return lambda end: end < least
+
+
+def done(**fields: object) -> Outcome:
+    """A round 1 that wrote 400 characters, none of them shown yet, and stopped."""
+    base = Outcome(rounds=1, end=400, shown=0)
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+# fmt: off
+ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
+    # -- a list item refused
+    (
+        "item refused: sampled again, the text sent as an open assistant message",
+        START, done(cut="item", refusals=1), KV,
+        Rounds(retries=1, extra_rounds=1), Retry("prefix"),
+    ),
+    (
+        "item refused on a chat strategy: a chat turn",
+        START, done(cut="item", refusals=3), CHAT,
+        Rounds(retries=1, extra_rounds=1), Retry("chat"),
+    ),
+    (
+        "item refused more than 2 x ITEM_RETRIES times in a row: the list ends",
+        Rounds(retries=8, extra_rounds=8), done(cut="item", refusals=9), KV,
+        Rounds(retries=8, extra_rounds=8), Stop("items"),
+    ),
+    (
+        "item refused with the rounds used up: the stream closes and the section ends",
+        START, done(cut="item", refusals=1, rounds=2), replace(KV, max_rounds=1),
+        Rounds(retries=1, extra_rounds=1), Retry("prefix", last=True),
+    ),
+    # -- a loop
+    (
+        "loop: retried from the trimmed text, its words avoided, the retry marked",
+        START, done(cut="loop", leaned=("signal",), end=120), KV,
+        Rounds(retries=1, stuck=1, retry_mark=120, extra_rounds=1, avoid=frozenset({"signal"})),
+        Retry("prefix"),
+    ),
+    (
+        "loop on a chat strategy: retried as a chat turn",
+        START, done(cut="loop", end=120), CHAT,
+        Rounds(retries=1, stuck=1, retry_mark=120, extra_rounds=1), Retry("chat"),
+    ),
+    (
+        "loop again right after each of loop_retries retries: degenerate",
+        Rounds(retries=2, stuck=2, extra_rounds=2), done(cut="loop", progress=79), KV,
+        Rounds(retries=2, stuck=2, extra_rounds=2), Stop("loops", degenerate=True),
+    ),
+    (
+        "loop after a retry that wrote RETRY_PROGRESS_WORDS soundly: the count starts again",
+        Rounds(retries=2, stuck=2, extra_rounds=2, avoid=frozenset({"a"})),
+        done(cut="loop", progress=80, leaned=("b",), end=900), KV,
+        Rounds(retries=3, stuck=1, retry_mark=900, extra_rounds=3, avoid=frozenset({"a", "b"})),
+        Retry("prefix"),
+    ),
+    (
+        "no loop retries allowed: the first loop is the end",
+        START, done(cut="loop"), replace(KV, loop_retries=0),
+        START, Stop("loops", degenerate=True),
+    ),
+    # -- the length policy or a sibling's title
+    (
+        "target reached (or a sibling's title begun): the section ends at that boundary",
+        START, done(cut="end", finish="length"), TARGETED,
+        START, Stop("end"),
+    ),
+    # -- cut off by max_tokens
+    (
+        "cut off on kv: the same sequence decodes on",
+        START, done(finish="length", used=1000), KV,
+        Rounds(sound_end=400), Resume(500, 1000),
+    ),
+    (
+        "cut off on kv with less room than max_tokens: only what the window holds",
+        START, done(finish="length", used=3800), KV,
+        Rounds(sound_end=400), Resume(200, 3800),
+    ),
+    (
+        "cut off on kv while retrying: RETRY_TOKENS at most with the stronger sampling",
+        Rounds(stuck=1, retries=1, extra_rounds=1),
+        done(finish="length", used=1000, progress=10), KV,
+        Rounds(stuck=1, retries=1, extra_rounds=1, sound_end=400), Resume(RETRY_TOKENS, 1000),
+    ),
+    (
+        "cut off on kv with the window full: truncated",
+        START, done(finish="length", used=4000), KV,
+        Rounds(sound_end=400), Stop("window", truncated=True),
+    ),
+    (
+        "cut off on prefix: the text so far goes out as an open assistant message",
+        START, done(finish="length"), PREFIX,
+        Rounds(sound_end=400), Continue("prefix"),
+    ),
+    (
+        "cut off on chat: a turn asking to continue",
+        START, done(finish="length"), CHAT,
+        Rounds(sound_end=400), Continue("chat"),
+    ),
+    (
+        "cut off at max_rounds without a target: truncated",
+        START, done(finish="length", rounds=4), KV,
+        Rounds(sound_end=400), Stop("rounds", truncated=True),
+    ),
+    (
+        "cut off at max_rounds past the target: complete",
+        START, done(finish="length", rounds=4, short=short_below(400)), TARGETED,
+        Rounds(sound_end=400), Stop("rounds", truncated=False),
+    ),
+    (
+        "cut off at max_rounds short of the target: truncated",
+        START, done(finish="length", rounds=4, short=short_below(401)), TARGETED,
+        Rounds(sound_end=400), Stop("rounds", truncated=True),
+    ),
+    (
+        "retries do not count against max_rounds",
+        Rounds(retries=1, stuck=1, extra_rounds=1),
+        done(finish="length", rounds=4, used=1000), KV,
+        Rounds(retries=1, stuck=1, extra_rounds=1, sound_end=400), Resume(RETRY_TOKENS, 1000),
+    ),
+    (
+        "a retry that wrote RETRY_PROGRESS_WORDS soundly: back to the section's own sampling",
+        Rounds(retries=1, stuck=1, extra_rounds=1, avoid=frozenset({"signal"})),
+        done(finish="length", progress=80), KV,
+        Rounds(retries=1, extra_rounds=2, sound_end=400), Continue("prefix"),
+    ),
+    (
+        "... on chat: a chat turn",
+        Rounds(retries=1, stuck=1, extra_rounds=1),
+        done(finish="length", progress=80), CHAT,
+        Rounds(retries=1, extra_rounds=2, sound_end=400), Continue("chat"),
+    ),
+    (
+        "... with the rounds used up: the stream closes and the section ends",
+        Rounds(retries=1, stuck=1, extra_rounds=1),
+        done(finish="length", progress=80, rounds=6), KV,
+        Rounds(retries=1, extra_rounds=2, sound_end=400), Continue("prefix", last=True),
+    ),
+    # -- rounds that write no letter or digit
+    (
+        "one stalled round: counted, the sound end kept where it was",
+        Rounds(sound_end=300), done(finish="length", wrote=False, used=1000), KV,
+        Rounds(stalls=1, sound_end=300), Resume(500, 1000),
+    ),
+    (
+        "STALLED_ROUNDS in a row: cut back to the sound end, degenerate, still short",
+        Rounds(stalls=1, sound_end=300),
+        done(finish="length", wrote=False, shown=100, short=short_below(350)), KV,
+        Rounds(stalls=2, sound_end=300),
+        Stop("stalled", truncated=True, degenerate=True, keep=300),
+    ),
+    (
+        "STALLED_ROUNDS in a row: never cut into what was shown",
+        Rounds(stalls=1, sound_end=300),
+        done(finish="length", wrote=False, shown=360, short=short_below(350)), KV,
+        Rounds(stalls=2, sound_end=300),
+        Stop("stalled", truncated=False, degenerate=True, keep=360),
+    ),
+    (
+        "a round that writes words again: the stall count starts again",
+        Rounds(stalls=1, sound_end=300), done(finish="length", used=1000), KV,
+        Rounds(sound_end=400), Resume(500, 1000),
+    ),
+    (
+        "a stalled round that stopped is no stall",
+        Rounds(stalls=1, sound_end=300), done(wrote=False), KV,
+        Rounds(sound_end=400), Stop("finished"),
+    ),
+    # -- the model stopped
+    (
+        "stopped: the section is done",
+        START, done(), KV,
+        Rounds(sound_end=400), Stop("finished"),
+    ),
+    (
+        "stopped short of the target on kv: writes on past its end",
+        START, done(short=short_below(401)), TARGETED,
+        Rounds(sound_end=400, extend=True), Continue("prefix"),
+    ),
+    (
+        "stopped short on prefix: writes on past its end",
+        START, done(short=short_below(401)), replace(PREFIX, targeted=True),
+        Rounds(sound_end=400, extend=True), Continue("prefix"),
+    ),
+    (
+        "stopped short on chat: asked for more",
+        START, done(short=short_below(401)), replace(CHAT, targeted=True),
+        Rounds(sound_end=400), Continue("more"),
+    ),
+    (
+        "stopped short with the rounds used up: the stream closes and the section ends",
+        START, done(short=short_below(401), rounds=4), TARGETED,
+        Rounds(sound_end=400, extend=True), Continue("prefix", last=True),
+    ),
+    (
+        "stopped short in a shape the grammar ends (a list, a schema): done",
+        START, done(short=short_below(401)), replace(TARGETED, shaped=True),
+        Rounds(sound_end=400), Stop("finished"),
+    ),
+    (
+        "an extended round is only the next one",
+        Rounds(extend=True), done(finish="length"), PREFIX,
+        Rounds(sound_end=400), Continue("prefix"),
+    ),
+    (
+        "ended by a remote filter: said in the record",
+        START, done(finish="content_filter"), KV,
+        Rounds(sound_end=400), Stop("finished", ended_by="content_filter"),
+    ),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("state", "outcome", "rules", "after", "decision"),
+    [pytest.param(*row[1:], id=row[0]) for row in ROWS],
+)
+def test_next_round(
+    state: Rounds, outcome: Outcome, rules: Rules, after: Rounds, decision: Decision
+) -> None:
+    assert next_round(state, outcome, rules) == (after, decision)
+
+
+def test_a_kv_round_without_usage_cannot_go_on() -> None:
+    with pytest.raises(RuntimeError, match="without usage"):
+        next_round(START, done(finish="length"), KV)
+
+
+@pytest.mark.parametrize(
+    ("prompt_tokens", "cut_off", "decision"),
+    [
+        pytest.param(3999, True, None, id="room for one token: the round goes"),
+        pytest.param(4000, True, Stop("budget", truncated=True), id="no room, cut off"),
+        pytest.param(4000, False, Stop("budget", truncated=False), id="no room, it stopped"),
+        pytest.param(None, True, Stop("budget", truncated=True), id="overflow, cut off"),
+        pytest.param(None, False, Stop("budget", truncated=False), id="overflow, it stopped"),
+    ],
+)
+def test_budget_stop(prompt_tokens: int | None, cut_off: bool, decision: Stop | None) -> None:
+    assert budget_stop(prompt_tokens, 4000, cut_off) == decision

@@ -107,17 +107,3 @@ class LengthPolicy:
             ends = [m.end() for m in _SENTENCE_END.finditer(head, start)]
             return max(start, len(head[: ends[-1]].rstrip()) if ends else len(head.rstrip()))
         return None
-        lo = max(0, start - 1)  # a "\n\n" may straddle the seam
-
-        def words_at(i: int) -> int:  # i is at a word boundary near the end
-            return words - count_words(text[i:])
-
-        for match in _PARAGRAPH.finditer(text, lo):
-            if words_at(match.start()) >= self.target:
-                return match.start()
-        soon = self.target * self.SOON
-        if words >= soon:
-            for match in _SENTENCE_END.finditer(text, lo):
-                if match.end() >= start and words_at(match.end()) >= soon:
-                    return max(start, len(text[: match.end()].rstrip()))
-        return None

@@ -13,7 +13,7 @@ GEN = Path(__file__).resolve().parents[1] / "gen"
 
 # bottom to top; a module belongs to the longest prefix that names it
 FLOORS: list[tuple[str, ...]] = [
-    ("gen", "gen.errors", "gen.home", "gen.files", "gen.sampling"),
+    ("gen", "gen.errors", "gen.home", "gen.files", "gen.sampling", "gen.values"),
     ("gen.text",),
     ("gen.engine",),
     ("gen.models",),
@@ -31,7 +31,8 @@ def floor(module: str) -> int:
     best, level = -1, -1
     for i, names in enumerate(FLOORS):
         for name in names:
-            if (module == name or module.startswith(name + ".")) and len(name) > best:
+            nested = name != "gen" and module.startswith(name + ".")  # gen itself: only gen
+            if (module == name or nested) and len(name) > best:
                 best, level = len(name), i
     assert level >= 0, module
     return level

@@ -57,6 +57,7 @@ class SectionRecord:
     repeated_sentences: float = 0.0  # the share of sentences that repeat an earlier one
     overlap: float | None = None  # the share of its 5-grams earlier sections hold (run end)
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
+    reasons: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -70,6 +71,7 @@ class SectionRecord:
             "length_score": None if self.length_score is None else round(self.length_score, 1),
             "truncated": self.truncated,
             "degenerate": self.degenerate,
+            "reasons": self.reasons,
             "distinct_4": round(self.distinct_4, 3),
             "repeated_sentences": round(self.repeated_sentences, 3),
             "overlap": None if self.overlap is None else round(self.overlap, 3),
@@ -107,7 +109,20 @@ class SectionRecord:
             repeated_sentences=float(data.get("repeated_sentences", 0.0)),
             overlap=data.get("overlap"),
             ended_by=data.get("ended_by"),
+            reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
         )
+
+
+def _old_reasons(data: dict[str, Any]) -> list[str]:
+    """The reasons of a section from a manifest written before they were recorded: a
+    degenerate section then ended in a loop (its last round cut for repetition) or stalled."""
+    reasons = []
+    if data.get("degenerate"):
+        rounds = data.get("rounds") or [{}]
+        reasons.append("loops" if rounds[-1].get("stop_reason") == "repetition" else "stalled")
+    if data.get("truncated"):
+        reasons.append("truncated")
+    return reasons
 
 
 def continuation_success_rate(records: list[SectionRecord]) -> float | None:
@@ -124,6 +139,23 @@ def continuation_success_rate(records: list[SectionRecord]) -> float | None:
         return None
     done = sum(r.status == "completed" and not r.truncated for r in needed)
     return round(done / len(needed), 3)
+
+
+def failed(rec: SectionRecord) -> bool:
+    """Did the section fail? An error ended it, its text kept failing a check after its
+    retries (degenerate), or it has a target and ended truncated short of it."""
+    short = rec.truncated and rec.target_words is not None and rec.words < rec.target_words
+    return rec.status == "failed" or rec.degenerate or short
+
+
+def failed_reasons(records: list[SectionRecord]) -> dict[str, int]:
+    """How many failed sections each reason holds (a section with two counts under both)."""
+    counts: dict[str, int] = {}
+    for rec in records:
+        if failed(rec):
+            for reason in dict.fromkeys(rec.reasons):
+                counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def run_metrics(
@@ -152,6 +184,8 @@ def run_metrics(
         "trimmed_tokens": sum(rd.trimmed_tokens for rd in rounds),
         "words": sum(r.words for r in records),
         "sections_degenerate": sum(r.degenerate for r in records),
+        "sections_failed": sum(failed(r) for r in records),
+        "failed_reasons": failed_reasons(records),
         "distinct_4_min": round(min((r.distinct_4 for r in done), default=1.0), 3),
         "repeated_sentences_max": round(max((r.repeated_sentences for r in done), default=0.0), 3),
         "repetition_retries": sum(rd.stop_reason == "repetition" for rd in rounds),

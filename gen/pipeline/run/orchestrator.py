@@ -18,7 +18,7 @@ from gen.errors import ContextOverflowError, GenError
 from gen.export import ExportError, export_document
 from gen.pipeline.run.budget import Fitted
 from gen.pipeline.run.events import EventLog, process_start
-from gen.pipeline.run.manifest import SectionRecord, run_metrics
+from gen.pipeline.run.manifest import SectionRecord, failed, run_metrics
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.section import RunContext, SectionRun
 from gen.pipeline.spec import Pipeline, Section
@@ -259,6 +259,7 @@ class Orchestrator:
 
     def _fail_early(self, section: Section, message: str) -> SectionFailed:
         rec = SectionRecord(section.id, section.id, section.id, status="failed", error=message)
+        rec.reasons.append("error")
         self.records[section.id] = rec
         self.events.emit("error", message=message, section=section.id)
         self._save()
@@ -343,6 +344,7 @@ class Orchestrator:
         except Exception as exc:  # GenError, or a backend's own: the section fails, not the run
             message = str(exc) if isinstance(exc, GenError) else f"{type(exc).__name__}: {exc}"
             rec.status, rec.error = "failed", message
+            rec.reasons.append("error")
             detail = {} if isinstance(exc, GenError) else {"traceback": traceback.format_exc()}
             self.events.emit("error", message=message, section=key, **detail)
             self._save()
@@ -387,7 +389,7 @@ class Orchestrator:
             saved.truncated,
         )
         rec.degenerate, rec.distinct_4 = saved.degenerate, saved.distinct_4
-        rec.repeated_sentences = saved.repeated_sentences
+        rec.repeated_sentences, rec.reasons = saved.repeated_sentences, saved.reasons
         rec.status, rec.cached = "completed", True
         self.events.emit(
             "section_started",
@@ -412,6 +414,8 @@ class Orchestrator:
             "rounds": len(rec.rounds),
             "truncated": rec.truncated,
             "degenerate": rec.degenerate,
+            "failed": failed(rec),
+            "reasons": rec.reasons,
             "distinct_4": round(rec.distinct_4, 3),
             "repeated_sentences": round(rec.repeated_sentences, 3),
             "finish_reason": rec.rounds[-1].finish_reason if rec.rounds else None,

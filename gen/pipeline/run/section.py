@@ -287,8 +287,11 @@ class SectionRun:
             self.draft.text = self.draft.text[: step.keep]
         if step.degenerate:
             self.rec.degenerate = True
+            self.rec.reasons.append(step.why)
         if step.truncated is not None:
             self.rec.truncated = step.truncated
+        if self.rec.truncated:
+            self.rec.reasons.append("truncated")
         if step.ended_by is not None:
             self.rec.ended_by = step.ended_by
 

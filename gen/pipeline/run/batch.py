@@ -14,7 +14,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,12 @@ from gen.files import atomic_write
 from gen.pipeline import Pipeline, load_pipeline
 from gen.pipeline.records import Record
 from gen.pipeline.run.events import Event
+from gen.pipeline.run.manifest import SectionRecord, failed, failed_reasons
 from gen.pipeline.run.runner import prepare_run
 
 COLUMNS = (
-    "key", "line", "status", "words", "length_score", "rounds", "tokens", "seconds", "error",
+    "key", "line", "status", "sections_failed", "failed_reasons", "words", "length_score",
+    "rounds", "tokens", "seconds", "error",
 )  # fmt: skip
 
 
@@ -36,6 +38,8 @@ class RecordResult:
     key: str
     line: int
     status: str = "pending"  # pending | running | completed | failed | cancelled
+    sections_failed: int = 0  # degenerate, truncated short of a target, or an error
+    failed_reasons: dict[str, int] = field(default_factory=dict)  # per reason, as in metrics
     words: int = 0
     length_score: float | None = None
     rounds: int = 0
@@ -227,6 +231,13 @@ class Batch:
         result.rounds = sum(len(s.get("rounds", [])) for s in sections)
         result.tokens = int(metrics.get("completion_tokens", 0))
         result.seconds = float(metrics.get("seconds", 0.0))
+        if "sections_failed" in metrics:
+            result.sections_failed = int(metrics["sections_failed"])
+            result.failed_reasons = dict(metrics.get("failed_reasons", {}))
+        else:  # a run written before failed sections were counted
+            records = [SectionRecord.from_json(s, "") for s in sections]
+            result.sections_failed = sum(failed(r) for r in records)
+            result.failed_reasons = failed_reasons(records)
         if result.status != "completed":
             errors = [f"{s['id']}: {s['error']}" for s in sections if s.get("error")]
             result.error = "; ".join(errors) or f"the run ended {result.status}"
@@ -246,6 +257,7 @@ class Batch:
             "created": self.created,
             "concurrency": self.concurrency,
             "counts": counts,
+            "sections_failed": sum(r.sections_failed for r in results),
             "seconds": round(time.monotonic() - self.started, 3),
             "records": [asdict(r) for r in results],
         }
@@ -260,6 +272,7 @@ class Batch:
         writer.writerow(COLUMNS)
         for r in self.results.values():
             row = asdict(r)
+            row["failed_reasons"] = ";".join(f"{k}={n}" for k, n in r.failed_reasons.items())
             writer.writerow(["" if row[c] is None else row[c] for c in COLUMNS])
         atomic_write(self.folder / "batch.csv", buffer.getvalue())
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from gen.errors import BackendError
 from gen.pipeline.records import read_records
 from gen.pipeline.run.batch import Batch
-from tests.pipeline.fake_backend import FakeBackend
+from tests.pipeline.fake_backend import FakeBackend, Reply
+
+from .test_loops import LOOP_EN, SOUND_EN
 
 PIPELINE = """
 name: notes
@@ -103,3 +105,35 @@ def test_bad_fields_fail_before_any_generation(tmp_path: Path) -> None:
     assert problems["t1"].startswith(f"{tmp_path / 'records.csv'}:2: colour: unknown input")
     (result,) = asyncio.run(batch.run())
     assert result.status == "failed" and backend.calls == []
+
+
+def test_the_ledger_says_how_many_sections_of_each_record_failed_and_why(
+    tmp_path: Path,
+) -> None:
+    looping: list[Reply] = [(SOUND_EN + LOOP_EN, "length")] + [(" " + LOOP_EN, "length")] * 2
+    records = "id,topic\nt1,tea\nt2,loop\n"
+    batch = make_batch(tmp_path, FakeBackend({"loop": looping}), records)
+    results = asyncio.run(batch.run())
+    assert [(r.status, r.sections_failed, r.failed_reasons) for r in results] == [
+        ("completed", 0, {}),
+        ("completed", 1, {"loops": 1}),  # degenerate: the run still completed
+    ]
+    rows = list(csv.DictReader((batch.folder / "batch.csv").open(encoding="utf-8")))
+    assert [(r["sections_failed"], r["failed_reasons"]) for r in rows] == [
+        ("0", ""),
+        ("1", "loops=1"),
+    ]
+    ledger = json.loads((batch.folder / "batch.json").read_text("utf-8"))
+    assert ledger["sections_failed"] == 1
+    assert ledger["records"][1]["failed_reasons"] == {"loops": 1}
+
+    # kept from the earlier run: from its manifest, even one written before they were counted
+    manifest_path = batch.folder / "t2" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text("utf-8"))
+    del manifest["metrics"]["sections_failed"], manifest["sections"][0]["reasons"]
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    again = asyncio.run(make_batch(tmp_path, FakeBackend(), records).run())
+    assert [(r.reused, r.sections_failed, r.failed_reasons) for r in again] == [
+        (True, 0, {}),
+        (True, 1, {"loops": 1}),
+    ]

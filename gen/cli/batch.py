@@ -18,6 +18,7 @@ from gen.cli.pipeline import (
     add_overrides,
     add_pipeline_command,
     add_pipeline_model,
+    add_strict,
     parse_overrides,
 )
 from gen.errors import ConfigError
@@ -74,6 +75,7 @@ def add_command(sub: Any) -> None:
         action="store_true",
         help="check every record against the pipeline, load no model, generate nothing",
     )
+    add_strict(b, "any record had a failed section")
     add_dtype(b)
     b.set_defaults(handler=cmd_batch)
 
@@ -131,12 +133,28 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return _stopped(stop.how, args, stop.code)
     progress.close()
     failed = [r for r in results if r.status != "completed"]
+    flawed = [r for r in results if r.status == "completed" and r.sections_failed]
+    strict = args.strict or pipeline.strict
     done = len(results) - len(failed)
-    print(f"{done} of {len(results)} records completed; {len(failed)} failed", file=sys.stderr)
+    verdict = "; strict mode fails the batch" if strict and flawed else ""
+    print(
+        f"{done} of {len(results)} records completed; {len(failed)} failed"
+        + (f"; {len(flawed)} with failed sections{verdict}" if flawed else ""),
+        file=sys.stderr,
+    )
     for r in failed:
         print(f"  ✗ {r.key}: {(r.error or r.status).splitlines()[0]}", file=sys.stderr)
+    for r in flawed:
+        print(f"  ! {r.key}: {sections_failed(r)}", file=sys.stderr)
     print(folder / "batch.json")
-    return 1 if failed else 0
+    return 1 if failed or (strict and flawed) else 0
+
+
+def sections_failed(result: RecordResult) -> str:
+    """A record's failed sections, as its lines say them: "2 sections failed (loops: 1)"."""
+    reasons = ", ".join(f"{k}: {n}" for k, n in result.failed_reasons.items())
+    noun = "section" if result.sections_failed == 1 else "sections"
+    return f"{result.sections_failed} {noun} failed" + (f" ({reasons})" if reasons else "")
 
 
 async def _execute(batch: Batch, canceller: Canceller) -> list[RecordResult]:
@@ -198,6 +216,8 @@ class BatchProgress:
             how = "kept from an earlier run" if result.reused else f"{result.words} words"
             score = f", S_l {result.length_score}" if result.length_score is not None else ""
             line = f"  ✓ {result.key}: {how}{score if not result.reused else ''}"
+            if result.sections_failed:
+                line += f", {sections_failed(result)}"
         else:
             line = f"  ✗ {result.key}: {(result.error or result.status).splitlines()[0]}"
         self._print(f"[{self.done}/{self.total}] {line.strip()} {self._rates()}")

@@ -52,6 +52,7 @@ def add_command(sub: Any) -> None:
         action="store_true",
         help="write the document to stdout as it is generated (its path then goes to stderr)",
     )
+    add_strict(r, "any section failed")
     add_dtype(r)
     r.add_argument(
         "--events",
@@ -86,6 +87,15 @@ def add_overrides(parser: argparse.ArgumentParser, help: str | None = None) -> N
 
 def add_pipeline_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", default=None, help="model spec (default: the pipeline's)")
+
+
+def add_strict(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit 1 when {what} (degenerate, or truncated short of its target), after "
+        "writing everything as usual; also `strict: true` in the pipeline",
+    )
 
 
 def add_out(parser: argparse.ArgumentParser) -> None:
@@ -137,10 +147,12 @@ def context_notes(pipeline: Pipeline) -> list[str]:
 
 
 class Progress:
-    """One line per notable event on stderr: sections, rounds, tokens, tok/s, words."""
+    """One line per notable event on stderr: sections, rounds, tokens, tok/s, words; at the
+    end how many sections failed and why. `strict`: a failed section fails the run."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], strict: bool = False) -> None:
         self.out = stream
+        self.strict = strict
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -177,10 +189,14 @@ class Progress:
             self.say(f"  ✗ {where}{ev['message']}")
         elif t == "run_finished":
             m = ev["metrics"]
+            failed = failed_note(m)
+            verdict = ""
+            if failed and self.strict and ev["status"] == "completed":
+                verdict = "; strict mode fails the run"
             self.say(
-                f"{ev['status']}: {m['sections']} sections, {m['words']} words, "
+                f"{ev['status']}: {m['sections']} sections{failed}, {m['words']} words, "
                 f"{m['completion_tokens']} tokens in {m['seconds']:.1f}s "
-                f"({m['tokens_per_second']:.1f} tok/s)"
+                f"({m['tokens_per_second']:.1f} tok/s){verdict}"
             )
             coherence = []
             if m.get("overlap_max") is not None:
@@ -194,6 +210,16 @@ class Progress:
                     coherence.append(f"heading {title!r} appears twice")
             if coherence:
                 self.say("  " + "; ".join(coherence))
+
+
+def failed_note(metrics: dict[str, Any]) -> str:
+    """What the summary line says of failed sections: ", 2 failed (loops: 1, truncated: 1)",
+    or nothing when none failed."""
+    count = metrics.get("sections_failed", 0)
+    if not count:
+        return ""
+    reasons = ", ".join(f"{k}: {n}" for k, n in metrics.get("failed_reasons", {}).items())
+    return f", {count} failed ({reasons})" if reasons else f", {count} failed"
 
 
 def json_lines(stream: IO[str]) -> Callable[[dict[str, Any]], None]:
@@ -231,7 +257,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return dry_run(pipeline, model, as_json=args.events == "-")
     print(f"loading {model} ...", file=sys.stderr, flush=True)
     backend = open_pipeline_backend(pipeline, model, engine_config(args))
-    subscribers: list[Callable[[dict[str, Any]], None]] = [Progress(sys.stderr)]
+    strict = args.strict or pipeline.strict
+    subscribers: list[Callable[[dict[str, Any]], None]] = [Progress(sys.stderr, strict)]
     canceller = Canceller()
     events_file: IO[str] | None = None
     stream: DocumentStream | None = None
@@ -253,7 +280,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             stream = DocumentStream(pipeline, prepared.run_dir.read_section, sys.stdout)
             prepared.events.subscribe(canceller.guard(stream))
         manifest = asyncio.run(_execute(prepared, backend, canceller))
-        return _report(args, prepared.run_dir, manifest, stream)
+        code = _report(args, prepared.run_dir, manifest, stream)
+        return 1 if strict and manifest["metrics"]["sections_failed"] else code
     except KeyboardInterrupt:
         return _stopped("interrupted", args.pipeline, 128 + signal.SIGINT)
     except Stopped as stop:

@@ -257,6 +257,7 @@ class Pipeline(_Strict):
     inputs: dict[str, Any] = Field(default_factory=dict)
     sections: list[Section] = Field(min_length=1)
     document: DocumentSpec = Field(default_factory=DocumentSpec)
+    strict: bool = False  # `gen run` and `gen batch` exit 1 when a section failed (--strict)
 
     _file: str = PrivateAttr(default="<pipeline>")
     _source: str = PrivateAttr(default="")  # the YAML text it was loaded from

@@ -1,14 +1,19 @@
 """The dashboard at / in a real browser: headless Chromium (Debian's /usr/bin/chromium,
 driven by Playwright; `make install` gets it, nothing is downloaded) on a real `gen serve`.
 A run is started from the form, its text appears live, the event stream is dropped once
-mid-run, and at the end each section's text on the page equals the section on disk."""
+mid-run, and at the end each section's text on the page equals the section on disk. A
+run with failed sections (written beside it by a scripted backend) shows which and why."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.pipeline.fake_backend import FakeBackend, pipeline_from, run
+from tests.pipeline.run.test_status import SCRIPTS, STATUS
 
 from .conftest import Server, running_server
 
@@ -107,4 +112,35 @@ def test_a_run_started_from_the_form_streams_live_and_survives_a_dropped_stream(
         page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
         browser.close()
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+    assert errors == []
+
+
+def test_failed_sections_show_their_reasons(server: Server, folders: tuple[Path, Path]) -> None:
+    from playwright.sync_api import Locator, expect, sync_playwright
+
+    _, out = folders
+    # a finished run as `gen run` leaves it: looping, stalled and short fail, cut is only
+    # truncated (it has no target), sound is fine
+    manifest, _ = run(pipeline_from(STATUS), FakeBackend(dict(SCRIPTS)), out)
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM))
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(f"{server.url}/#run={manifest['run_id']}")
+
+        def flag(key: str, kind: str) -> Locator:
+            return page.locator(f'.section[data-section="{key}"] .flag.{kind}')
+
+        expect(flag("looping", "failed")).to_have_text("failed: loops", timeout=30_000)
+        expect(flag("stalled", "failed")).to_have_text("failed: stalled, truncated")
+        expect(flag("stalled", "failed")).to_have_attribute("title", re.compile("no letter"))
+        expect(flag("short", "failed")).to_have_text("failed: truncated")
+        expect(flag("cut", "truncated")).to_have_text("truncated")
+        expect(flag("cut", "failed")).to_have_count(0)
+        expect(page.locator('.section[data-section="sound"] .flag.bad')).to_have_count(0)
+        expect(page.locator("#total-sections")).to_have_text("5 / 5 · 3 failed")
+        expect(page.locator("#run-status")).to_have_attribute("data-status", "completed")
+        browser.close()
     assert errors == []

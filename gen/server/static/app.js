@@ -29,6 +29,13 @@ const TIMELINE_MIN_MS = 3000;
 const RENDER_MS = 60;
 const KEY_STORAGE = 'gen_api_key';
 const LIVE = new Set(['queued', 'running']);
+// why a section failed or was cut (a manifest's `reasons`), as a flag's tooltip says it
+const REASONS = {
+  loops: 'it kept looping after its retries; the loops were cut',
+  stalled: 'its rounds wrote no letter or digit; they were cut',
+  truncated: 'it ended on the length limit (rounds, window or budget)',
+  error: 'an error ended it',
+};
 const EVENT_TYPES = ['run_started', 'section_started', 'delta', 'round_finished', 'section_finished',
   'error', 'run_finished'];
 
@@ -440,7 +447,8 @@ function renderTotals(run) {
   setText($('total-elapsed'), fmtDuration(elapsed));
   const done = secs.filter((s) => s.status === 'completed').length;
   const total = Math.max(secs.length, run.planned || 0);
-  setText($('total-sections'), total ? `${done} / ${total}` : '–');
+  const failed = secs.filter((s) => s.failed || s.status === 'failed').length;
+  setText($('total-sections'), total ? `${done} / ${total}` + (failed ? ` · ${failed} failed` : '') : '–');
   setText($('total-coherence'), coherence(m));
 }
 
@@ -541,7 +549,7 @@ function section(run, key, title) {
     sec = {
       key, title: key, status: 'pending', cached: false, text: '', round: 0, rounds: [], tokens: 0,
       words: null, target: null, lengthScore: null, degenerate: false,
-      truncated: false, error: null, lastAt: null,
+      truncated: false, failed: false, reasons: [], error: null, lastAt: null,
     };
     sec.el = buildCard(sec);
     run.sections.set(key, sec);
@@ -566,7 +574,8 @@ function applyEvent(run, ev) {
       const keep = ev.cached && sec.status === 'completed' && sec.text;
       if (!keep) Object.assign(sec, { rounds: [], tokens: 0, words: null, round: ev.cached ? 0 : 1 });
       if (!keep) setSectionText(sec, '');
-      Object.assign(sec, { status: 'running', cached: !!ev.cached, error: null, degenerate: false, truncated: false });
+      Object.assign(sec, { status: 'running', cached: !!ev.cached, error: null, degenerate: false, truncated: false,
+        failed: false, reasons: [] });
       sec.lastAt = ev.time;
       if (ev.target_words != null) sec.target = ev.target_words;
       break;
@@ -592,6 +601,8 @@ function applyEvent(run, ev) {
       Object.assign(sec, {
         status: ev.status || 'completed', cached: !!ev.cached, lengthScore: ev.length_score ?? null,
         truncated: !!ev.truncated, degenerate: !!ev.degenerate,
+        // an event written before `failed` was: degenerate was the failure then
+        failed: ev.failed ?? !!ev.degenerate, reasons: ev.reasons || [],
       });
       if (ev.words != null) sec.words = ev.words;
       if (ev.target_words != null) sec.target = ev.target_words;
@@ -674,8 +685,11 @@ function renderSection(sec) {
   const last = sec.rounds[sec.rounds.length - 1];
   setText(el.tps, last && num(last.tps) ? `${fmtTps(last.tps)} tok/s` : '');
   const flags = [
-    sec.degenerate && h('span', { class: 'flag bad degenerate', title: 'it kept looping; the loops were cut' }, 'degenerate'),
-    sec.truncated && h('span', { class: 'flag warn truncated', title: 'ended on the length limit' }, 'truncated'),
+    sec.failed && h('span', {
+      class: 'flag bad failed', 'data-reasons': sec.reasons.join(' '),
+      title: sec.reasons.map((r) => REASONS[r] || r).join('; ') || 'it failed',
+    }, sec.reasons.length ? `failed: ${sec.reasons.join(', ')}` : 'failed'),
+    !sec.failed && sec.truncated && h('span', { class: 'flag warn truncated', title: REASONS.truncated }, 'truncated'),
     sec.cached && h('span', { class: 'flag info', title: 'reused from an earlier run' }, 'cached'),
     sec.lengthScore != null && h('span', { class: 'flag info', title: 'length score S_l' }, `S_l ${Math.round(sec.lengthScore * 10) / 10}`),
   ].filter(Boolean);

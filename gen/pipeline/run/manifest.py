@@ -57,6 +57,7 @@ class SectionRecord:
     repeated_sentences: float = 0.0  # the share of sentences that repeat an earlier one
     overlap: float | None = None  # the share of its 5-grams earlier sections hold (run end)
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
+    length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -67,6 +68,7 @@ class SectionRecord:
             "cached": self.cached,
             "words": self.words,
             "target_words": self.target_words,
+            "length_plan": self.length_plan,
             "length_score": None if self.length_score is None else round(self.length_score, 1),
             "truncated": self.truncated,
             "degenerate": self.degenerate,
@@ -107,6 +109,7 @@ class SectionRecord:
             repeated_sentences=float(data.get("repeated_sentences", 0.0)),
             overlap=data.get("overlap"),
             ended_by=data.get("ended_by"),
+            length_plan=data.get("length_plan"),
         )
 
 

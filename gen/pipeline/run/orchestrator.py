@@ -306,6 +306,7 @@ class Orchestrator:
             first = runner.first_prompt()
             hashed = {
                 **settings.model_dump(mode="json"),
+                "max_rounds": runner.rules.max_rounds,  # as set, or as planned for the target
                 "seed": rec.seed,
                 "siblings": list(siblings),
                 "lengths": lengths,
@@ -388,6 +389,7 @@ class Orchestrator:
         )
         rec.degenerate, rec.distinct_4 = saved.degenerate, saved.distinct_4
         rec.repeated_sentences = saved.repeated_sentences
+        rec.length_plan = saved.length_plan or rec.length_plan  # as it turned out
         rec.status, rec.cached = "completed", True
         self.events.emit(
             "section_started",

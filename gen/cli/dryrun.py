@@ -6,6 +6,7 @@ import json
 import sys
 from typing import IO
 
+from gen.pipeline.length import LengthPlan
 from gen.pipeline.run.dryrun import PlannedPrompt, plan_prompts
 from gen.pipeline.spec import Pipeline
 
@@ -37,6 +38,26 @@ def write_plan(plan: PlannedPrompt, out: IO[str]) -> None:
         f"seed {plan.seed}{target}",
         file=out,
     )
+    if plan.length is not None:
+        print(f"# {length_line(plan.length)}", file=out)
+        warning = plan.length.warning(f"sections.{plan.key}")
+        if warning:
+            print(f"# warning: {warning}", file=out)
     for text in plan.placeholders:
         print(f"# stands in for what the model writes: {text}", file=out)
     out.write(plan.rendered if plan.rendered.endswith("\n") else plan.rendered + "\n")
+
+
+def length_line(plan: LengthPlan) -> str:
+    """The section's rounds and where they come from."""
+    if plan.rounds_from == "default":
+        return f"{plan.rounds} rounds (no length target)"
+    head = f"{plan.rounds} rounds"
+    if plan.rounds_from == "max_rounds":
+        head += " (max_rounds)"
+    if plan.rate is None:
+        return head
+    room = f"; the window leaves the text {plan.room} tokens" if plan.room is not None else ""
+    return (
+        f"{head} for {plan.words} words, about {plan.tokens} tokens at {plan.rate.describe()}{room}"
+    )

@@ -117,12 +117,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from gen.pipeline.model_check import check_model
 
     p = load_pipeline(args.pipeline, parse_overrides(args.overrides))
-    check_model(p)
+    warn(check_model(p))
     n = len(p.sections)
     print(f"{args.pipeline}: ok ({n} section{'s' * (n != 1)}, model {p.model})")
     for line in context_notes(p):
         print(f"  {line}")
     return 0
+
+
+def warn(warnings: list[str]) -> None:
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
 def context_notes(pipeline: Pipeline) -> list[str]:
@@ -249,12 +254,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     pipeline = load_pipeline(args.pipeline, parse_overrides(args.overrides))
     check_out_dir(Path(args.out))
     check_events_path(args.events)
-    check_model(pipeline, args.model)
+    warnings = check_model(pipeline, args.model)
     model = args.model or pipeline.model
-    if args.dry_run:
+    if args.dry_run:  # it plans each section with the model's tokenizer instead
         from gen.cli.dryrun import dry_run
 
         return dry_run(pipeline, model, as_json=args.events == "-")
+    warn(warnings)
     print(f"loading {model} ...", file=sys.stderr, flush=True)
     backend = open_pipeline_backend(pipeline, model, engine_config(args))
     strict = args.strict or pipeline.strict

@@ -64,7 +64,7 @@ class GenerationSettings(_Strict):
     """Per-round generation settings: `defaults:` and, field by field, each section."""
 
     max_tokens: PositiveInt = 256
-    max_rounds: PositiveInt = 4
+    max_rounds: PositiveInt | None = None  # None: planned from the target (length.py)
     temperature: NonNegativeFloat = 0.7
     top_p: TopP = 1.0
     top_k: NonNegativeInt = 0
@@ -86,7 +86,7 @@ class GenerationSettings(_Strict):
 
 
 GENERATION_FIELDS: tuple[str, ...] = tuple(GenerationSettings.model_fields)
-_NULLABLE = frozenset({"seed", "system"})
+_NULLABLE = frozenset({"seed", "system", "max_rounds"})
 
 
 class RemoteSettings(_Strict):

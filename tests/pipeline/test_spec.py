@@ -4,11 +4,15 @@ import pytest
 from pydantic import ValidationError
 
 from gen.pipeline import GenerationSettings, Pipeline, Section
+from gen.pipeline.length import plan_length
 
 
 def test_generation_defaults() -> None:
     settings = GenerationSettings()
-    assert settings.max_tokens == 256 and settings.max_rounds == 4
+    assert settings.max_tokens == 256 and settings.max_rounds is None  # None: planned
+    # a section without a target keeps the 4 rounds it always had
+    plan = plan_length((None, None, None), None, max_rounds=None, max_tokens=256, window=None)
+    assert (plan.rounds, plan.rounds_from) == (4, "default")
     assert settings.continuation == "kv" and settings.stop == [] and settings.seed is None
 
 

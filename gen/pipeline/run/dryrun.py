@@ -1,5 +1,6 @@
 """`gen run --dry-run`: every section's first prompt as the model would get it, fitted to
-the budget, with its token count, seed and what was trimmed; nothing is generated.
+the budget, with its token count, seed, what was trimmed and its length plan (its rounds,
+and why a target cannot be reached); nothing is generated.
 
 Text that only a model could write (an earlier section, the items of an outline) is shown
 as a placeholder, so prompts that read it are shorter here than in a run; a fan-out over
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gen.backends.base import Backend, Message
+from gen.pipeline.length import LengthPlan
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.orchestrator import derive_seed, sibling_titles
@@ -38,6 +40,7 @@ class PlannedPrompt:
     max_tokens: int
     target_words: int | None = None
     placeholders: list[str] = field(default_factory=list)  # the model-written text it shows
+    length: LengthPlan | None = None  # its rounds, and whether its target is reachable
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,7 @@ class PlannedPrompt:
             "max_tokens": self.max_tokens,
             "target_words": self.target_words,
             "placeholders": self.placeholders,
+            "length_plan": None if self.length is None else self.length.to_json(),
         }
 
 
@@ -139,4 +143,5 @@ def _plan(
         seed=seed,
         max_tokens=max(1, min(settings.max_tokens, room)),
         target_words=lengths[0],
+        length=run.length,
     )

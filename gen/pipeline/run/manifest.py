@@ -58,6 +58,7 @@ class SectionRecord:
     overlap: float | None = None  # the share of its 5-grams earlier sections hold (run end)
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
     reasons: list[str] = field(default_factory=list)
+    length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -68,6 +69,7 @@ class SectionRecord:
             "cached": self.cached,
             "words": self.words,
             "target_words": self.target_words,
+            "length_plan": self.length_plan,
             "length_score": None if self.length_score is None else round(self.length_score, 1),
             "truncated": self.truncated,
             "degenerate": self.degenerate,
@@ -110,6 +112,7 @@ class SectionRecord:
             overlap=data.get("overlap"),
             ended_by=data.get("ended_by"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
+            length_plan=data.get("length_plan"),
         )
 
 

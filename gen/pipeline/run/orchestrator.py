@@ -307,6 +307,7 @@ class Orchestrator:
             first = runner.first_prompt()
             hashed = {
                 **settings.model_dump(mode="json"),
+                "max_rounds": runner.rules.max_rounds,  # as set, or as planned for the target
                 "seed": rec.seed,
                 "siblings": list(siblings),
                 "lengths": lengths,
@@ -390,6 +391,7 @@ class Orchestrator:
         )
         rec.degenerate, rec.distinct_4 = saved.degenerate, saved.distinct_4
         rec.repeated_sentences, rec.reasons = saved.repeated_sentences, saved.reasons
+        rec.length_plan = saved.length_plan or rec.length_plan  # as it turned out
         rec.status, rec.cached = "completed", True
         self.events.emit(
             "section_started",

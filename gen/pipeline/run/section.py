@@ -12,11 +12,20 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from gen.backends.base import Backend, Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
+from gen.pipeline.length import (
+    DEFAULT_ROUNDS,
+    LengthPlan,
+    after_run,
+    measure_rate,
+    plan_section,
+    text_room,
+)
 from gen.pipeline.run.budget import Fitted, fit_prompt
 from gen.pipeline.run.constraint import (
     Hold,
@@ -108,7 +117,8 @@ class SectionRun:
         self.strategy = strategy_for(self.settings, ctx.backend)
         self.seed = seed
         self.siblings = Siblings(siblings)
-        target, least, most = lengths or (None, None, None)
+        self.lengths = lengths or (None, None, None)
+        target, least, most = self.lengths
         self.target = target
         self.policy = LengthPolicy(target, least, most)
         self.system = render_system(ctx.pipeline, section, variables)
@@ -119,9 +129,10 @@ class SectionRun:
         self.requests: list[dict[str, Any]] = []  # per round what was sent: prompts/<key>.json
         self._items = item_range(ctx.pipeline, section, variables)  # a list's (min, max)
         self.hold: Hold | None = hold_for(section, self._items, ctx.backend)
+        self.length: LengthPlan | None = None  # made with the first prompt
         self.rules = Rules(  # what the loop's decisions read of the settings
             strategy=self.strategy,
-            max_rounds=self.settings.max_rounds,
+            max_rounds=self.settings.max_rounds or DEFAULT_ROUNDS,  # planned in first_prompt
             loop_retries=self.settings.loop_retries,
             max_tokens=self.settings.max_tokens,
             window=ctx.window,
@@ -197,8 +208,17 @@ class SectionRun:
         )
 
     def first_prompt(self) -> Fitted:
-        """The fitted first-round prompt (also what the resume hash is computed from)."""
-        return self.fit()
+        """The fitted first-round prompt (also what the resume hash is computed from); the
+        section's rounds are planned from it and its target (gen/pipeline/length.py)."""
+        fitted = self.fit()
+        ctx, max_tokens = self.ctx, self.settings.max_tokens
+        prompt = "\n".join(m["content"] for m in fitted.messages if m["role"] == "user")
+        window = text_room(ctx.window, fitted.prompt_tokens, self.strategy, ctx.reserve, max_tokens)
+        rate = partial(measure_rate, count_text=ctx.backend.count_text)
+        self.length = plan_section(self.settings, self.lengths, prompt, rate, window)
+        self.rules = replace(self.rules, max_rounds=self.length.rounds)
+        self.rec.length_plan = self.length.to_json()
+        return fitted
 
     # -- rounds ---------------------------------------------------------------------
 
@@ -255,6 +275,11 @@ class SectionRun:
         self.rec.target_words = self.target
         if self.target:
             self.rec.length_score = length_score(self.target, max(self.rec.words, 1))
+        if self.length is not None:  # a target cut off short says why
+            used = len(self.rec.rounds) - self.state.extra_rounds
+            wrote = sum(r.completion_tokens for r in self.rec.rounds)
+            self.length = after_run(self.length, self.rec.words, self.rec.truncated, used, wrote)
+            self.rec.length_plan = self.length.to_json()
         quality = measure(draft.text)
         self.rec.distinct_4 = quality.distinct_4
         self.rec.repeated_sentences = quality.repeated_share

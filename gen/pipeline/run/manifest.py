@@ -57,6 +57,9 @@ class SectionRecord:
     repeated_sentences: float = 0.0  # the share of sentences that repeat an earlier one
     overlap: float | None = None  # the share of its 5-grams earlier sections hold (run end)
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
+    junk: int = 0  # lines and runs without a letter or digit dropped from its text
+    language_share: float | None = None  # its words' share in the wanted script (None: any)
+    reasons: list[str] = field(default_factory=list)  # why it was retried or is degenerate
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -73,6 +76,11 @@ class SectionRecord:
             "distinct_4": round(self.distinct_4, 3),
             "repeated_sentences": round(self.repeated_sentences, 3),
             "overlap": None if self.overlap is None else round(self.overlap, 3),
+            "junk": self.junk,
+            "language_share": None
+            if self.language_share is None
+            else round(self.language_share, 3),
+            "reasons": self.reasons,
             "seed": self.seed,
             "rounds": [r.to_json() for r in self.rounds],
             "input_hash": self.input_hash,
@@ -107,6 +115,9 @@ class SectionRecord:
             repeated_sentences=float(data.get("repeated_sentences", 0.0)),
             overlap=data.get("overlap"),
             ended_by=data.get("ended_by"),
+            junk=int(data.get("junk", 0)),
+            language_share=data.get("language_share"),
+            reasons=list(data.get("reasons", [])),
         )
 
 

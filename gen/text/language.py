@@ -110,11 +110,12 @@ def wanted_script(language: str, prompt: str) -> Script | None:
 
 @dataclass(frozen=True, slots=True)
 class Slip:
-    """The text has left the wanted script: from `start` (a sentence's start) on, the
-    window's share of it is `share`."""
+    """The text has left the wanted script: from `start` (a sentence's start) on; `share`
+    of the last `words` counted words are in it."""
 
     start: int
     share: float
+    words: int
 
 
 class LanguageCheck:
@@ -234,7 +235,7 @@ class LanguageCheck:
         if start is None:
             return None
         self._found = True
-        return Slip(max(start, self._floor), share)
+        return Slip(max(start, self._floor), share, n)
 
 
 def language_share(text: str, wanted: Script) -> float | None:

@@ -102,7 +102,8 @@ class Reader:
         if slip is None:
             return None
         start = max(line_start(text, slip.start), shown)
-        detail = f"{slip.share:.0%} in {self.wanted} script over the last words"
+        script = "CJK" if self.wanted == "cjk" else "Latin"
+        detail = f"{slip.share:.0%} of the last {slip.words} words in the {script} script"
         return self._cut("language", start, announced(text[:start], shown), detail)
 
     def end(self, text: str, shown: int) -> int:

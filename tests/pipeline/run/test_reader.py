@@ -165,6 +165,8 @@ def test_a_chinese_prompt_answered_in_english_is_retried(tmp_path: Path) -> None
     assert retry.params.seed != first.params.seed
     assert retry.messages[-1] == {"role": "assistant", "content": ""}  # nothing was sound
     assert cuts(sec) == ["language", None]
+    detail = sec["rounds"][0]["repetition"]["detail"]
+    assert detail == "0% of the last 30 words in the CJK script"
     assert sec["reasons"] == ["language"] and sec["degenerate"] is False
     assert sec["language_share"] == 1.0
 

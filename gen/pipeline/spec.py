@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from gen.text.language import Language
+
 DEFAULT_MODEL = "smollm2-135m"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FOREACH = re.compile(r"^\s*(?:sections\.(?P<section>\w+)\.items|inputs\.(?P<input>\w+))\s*$")
@@ -82,6 +84,8 @@ class GenerationSettings(_Strict):
     min_tokens: NonNegativeInt = 0
     continuation: Continuation = "kv"
     loop_retries: NonNegativeInt = 2  # retries after a round is cut for repeating itself
+    # the script the text is held to: zh (CJK), en (Latin), any (none), auto (the prompt's)
+    language: Language = "auto"
     system: str | None = None  # a Jinja template, like prompts
 
 
@@ -191,6 +195,7 @@ class Section(_Strict):
     min_tokens: NonNegativeInt | None = None
     continuation: Continuation | None = None
     loop_retries: NonNegativeInt | None = None
+    language: Language | None = None
     system: str | None = None
 
     @field_validator("id")

@@ -1,7 +1,8 @@
-"""A section's text as it streams in. Each piece passes the heading filter and is checked:
-by a held list's guard, else the loop detector, then for a sibling part's title and
-against the length policy; the text is cut back where one of them ends the round. What
-can no longer be cut goes out as `delta` events. Knows nothing of backends or requests."""
+"""A section's text as it streams in. Each piece passes the heading filter and the junk
+filter and is checked: by a held list's guard, else the loop detector and the language
+check, then for a sibling part's title and against the length policy; the text is cut
+back where one of them ends the round. What can no longer be cut goes out as `delta`
+events. Knows nothing of backends or requests."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from gen.pipeline.run.continuation import LengthPolicy
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.outline import Refusal
+from gen.pipeline.run.reader import Reader
 from gen.pipeline.run.release import release_end, round_pieces
 from gen.pipeline.run.repetition import ECHO_N, LoopDetector, Repetition
 from gen.pipeline.run.siblings import Siblings, plan_start
@@ -48,6 +50,10 @@ class Draft:
         self._earlier = frozenset(ngrams(tokens("\n\n".join(earlier)), ECHO_N))
         self.covered: list[str] = []  # sentences cut for saying an earlier section again
         self.list: ListItems | None = None  # a held list: its guard checks the items
+        self.reader: Reader | None = None  # the reader checks; None: off (a shaped output)
+        # the text's length when the last round ended uncut (a kv round that goes on from
+        # there goes on with the junk filter's line); None: cut, or text added since
+        self._flowing: int | None = None
 
     def begin(self, round_no: int, restart: bool) -> None:
         """Round `round_no` writes on from the end of the text; with `restart` it may start
@@ -63,24 +69,28 @@ class Draft:
             restart=restart and bool(self.text),
             earlier=self._earlier,
         )
+        if self.reader is not None:
+            self.reader.begin(self.text, self.shown, self._flowing == len(self.text))
+        self._flowing = None
 
     def take(self, piece: str, round_no: int) -> str | Repetition | None:
         """Add a piece of the round's text; a loop or the length policy may end the round:
         "words", a sibling's title, or the Repetition found."""
-        piece = self.headings.feed(piece)
-        if not piece:
+        piece, junk = self._clean(self.headings.feed(piece))
+        if not piece and junk is None:
             return None
         self.text += piece
+        if junk is not None:
+            return self._cut(junk)
         if self.list is not None:  # a held list: its guard, not the loop detector
             refusal = self.list.guard.feed(self.text)
             if refusal is not None:
                 return self._refuse(refusal)
         found = self._detector.feed(piece) if self.list is None else None
+        if found is None and self.list is None and self.reader is not None:
+            found = self.reader.language_cut(piece, self.text, self.shown)
         if found is not None:
-            if found.kind == "echo":
-                self.covered.append(self.text[found.start :].strip()[:COVERED_CHARS])
-            self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
-            return found  # what is still held may be cut by the retry's own loop
+            return self._cut(found)
         sibling = self.siblings.line(self.text)
         if sibling is not None:
             return self._at_sibling(*sibling, round_no)
@@ -94,26 +104,40 @@ class Draft:
 
     def end_round(self, round_no: int) -> str | Repetition | None:
         """The round's text is all there; its last line may be a sibling's title."""
-        self.text += self.headings.flush()
+        piece, junk = self._clean(self.headings.flush())
+        self.text += piece
+        if junk is not None:
+            return self._cut(junk)
         sibling = self.siblings.line(self.text, final=True)
         if sibling is not None:
             return self._at_sibling(*sibling, round_no)
         self.release(round_no=round_no)  # the last sentences stay held into the next round
+        self._flowing = len(self.text)
         return None
 
     def append(self, piece: str, round_no: int | None = None) -> None:
-        """Text added between rounds (a seam, a held-back tail)."""
+        """Text added between rounds (a seam, a held-back tail); a new request goes on from
+        the text, so what the junk filter holds is decided as it stands first."""
+        if self.reader is not None and self._flowing == len(self.text):
+            piece = self.reader.flush() + piece
+        self._flowing = None
         if piece:
             self.text += piece
         self.release(round_no=round_no)
 
     def finish(self, tail: str) -> None:
         """The end of the section, `tail` the text the backend still held: a last line that
-        is a sibling's title is dropped, and everything still held back is shown."""
-        self.text += self.headings.feed(tail) + self.headings.flush()
+        is a sibling's title is dropped (and a last line that is junk), and everything still
+        held back is shown."""
+        piece = self.headings.feed(tail) + self.headings.flush()
+        if self.reader is not None:
+            piece = self.reader.close(piece, self.text, self._flowing == len(self.text))
+        self.text += piece
         found = self.siblings.line(self.text, final=True)
         if found is not None:
             self.text = self.text[: max(found[0], self.shown)]
+        if self.reader is not None:
+            self.text = self.text[: self.reader.end(self.text, self.shown)]
         self.text = self.text[: max(self.shown, len(self.text.rstrip()))]
         self.release(final=True)
 
@@ -126,6 +150,20 @@ class Draft:
         for number, piece in round_pieces(self.text, self.shown, end, self._round_starts, round_no):
             self.events.emit("delta", section=self.key, round=number, text=piece)
         self.shown = end
+
+    def _clean(self, piece: str) -> tuple[str, Repetition | None]:
+        """The piece without its junk, and the cut a row of junk calls for."""
+        if self.reader is None:
+            return piece, None
+        piece = self.reader.junk.feed(piece)
+        return piece, self.reader.junk_cut(self.text + piece, self.shown)
+
+    def _cut(self, found: Repetition) -> Repetition:
+        """A loop or a reader check ends the round: the text goes back to `found.keep`."""
+        if found.kind == "echo":
+            self.covered.append(self.text[found.start :].strip()[:COVERED_CHARS])
+        self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
+        return found  # what is still held may be cut by the retry's own loop
 
     def _refuse(self, refusal: Refusal) -> Repetition:
         """A list item repeats an earlier one (or is one the pipeline writes itself): it is

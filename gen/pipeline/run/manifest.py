@@ -57,7 +57,9 @@ class SectionRecord:
     repeated_sentences: float = 0.0  # the share of sentences that repeat an earlier one
     overlap: float | None = None  # the share of its 5-grams earlier sections hold (run end)
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
-    reasons: list[str] = field(default_factory=list)
+    junk: int = 0  # lines and runs without a letter or digit dropped from its text
+    language_share: float | None = None  # its words' share in the wanted script (None: any)
+    reasons: list[str] = field(default_factory=list)  # what cut it or made it fail, once each
     length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
 
     def to_json(self) -> dict[str, Any]:
@@ -77,6 +79,10 @@ class SectionRecord:
             "distinct_4": round(self.distinct_4, 3),
             "repeated_sentences": round(self.repeated_sentences, 3),
             "overlap": None if self.overlap is None else round(self.overlap, 3),
+            "junk": self.junk,
+            "language_share": None
+            if self.language_share is None
+            else round(self.language_share, 3),
             "seed": self.seed,
             "rounds": [r.to_json() for r in self.rounds],
             "input_hash": self.input_hash,
@@ -111,6 +117,8 @@ class SectionRecord:
             repeated_sentences=float(data.get("repeated_sentences", 0.0)),
             overlap=data.get("overlap"),
             ended_by=data.get("ended_by"),
+            junk=int(data.get("junk", 0)),
+            language_share=data.get("language_share"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
             length_plan=data.get("length_plan"),
         )

@@ -21,9 +21,17 @@ RETRY_TOKENS = 128
 STALLED_ROUNDS = 2
 
 # how a round was cut short: a list item refused, a loop (or an echo, or a sibling's title
-# begun early), or the end the length policy or a sibling's title set
-Cut = Literal["item", "loop", "end"]
-Why = Literal["items", "loops", "end", "stalled", "rounds", "window", "finished", "budget"]
+# begun early), a reader check (junk, another script), or the end the length policy or a
+# sibling's title set
+Cut = Literal["item", "loop", "junk", "language", "end"]
+Why = Literal[
+    "items", "loops", "junk", "language", "end", "stalled", "rounds", "window", "finished",
+    "budget",
+]  # fmt: skip
+# a Repetition's kind as a cut (any other kind is a loop)
+CUTS: dict[str, Cut] = {"item": "item", "junk": "junk", "language": "language"}
+# the cuts retried like a loop, and what the section's end is called when they keep coming
+LOOPED: dict[Cut, Why] = {"loop": "loops", "junk": "junk", "language": "language"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +132,13 @@ def next_round(state: Rounds, done: Outcome, rules: Rules) -> tuple[Rounds, Deci
             return state, Stop("items")  # stop: the list ends with the items it has
         state = replace(state, retries=state.retries + 1, extra_rounds=state.extra_rounds + 1)
         return state, Retry(_resend(rules.strategy), last=_used_up(state, done, rules))
-    if done.cut == "loop":
+    looped = LOOPED.get(done.cut) if done.cut is not None else None
+    if looped is not None:
         if done.progress >= RETRY_PROGRESS_WORDS:
             state = replace(state, stuck=0)  # the last retry went on soundly for a while
         if state.stuck >= rules.loop_retries:
-            # stop: it loops again right after every retry
-            return state, Stop("loops", degenerate=True)
+            # stop: it loops again (or writes junk, or another script) after every retry
+            return state, Stop(looped, degenerate=True)
         state = replace(
             state,
             stuck=state.stuck + 1,

@@ -46,9 +46,11 @@ from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.params import EXTEND_MIN_TOKENS, retry_bias, sampling
+from gen.pipeline.run.reader import Reader, prompt_wanted
 from gen.pipeline.run.repetition import Repetition
 from gen.pipeline.run.roundlog import request_entry, round_event, round_record
 from gen.pipeline.run.rounds import (
+    CUTS,
     RETRY_TOKENS,
     Continue,
     Cut,
@@ -130,6 +132,9 @@ class SectionRun:
         self._items = item_range(ctx.pipeline, section, variables)  # a list's (min, max)
         self.hold: Hold | None = hold_for(section, self._items, ctx.backend)
         self.length: LengthPlan | None = None  # made with the first prompt
+        if not self.shaped and section.parse != "json":  # a shape's grammar decides its lines
+            wanted = prompt_wanted(ctx.pipeline, section, variables, self.settings.language)
+            self.draft.reader = Reader(wanted)
         self.rules = Rules(  # what the loop's decisions read of the settings
             strategy=self.strategy,
             max_rounds=self.settings.max_rounds or DEFAULT_ROUNDS,  # planned in first_prompt
@@ -283,12 +288,14 @@ class SectionRun:
         quality = measure(draft.text)
         self.rec.distinct_4 = quality.distinct_4
         self.rec.repeated_sentences = quality.repeated_share
+        if draft.reader is not None:
+            draft.reader.record(self.rec, draft.text)
 
     def _outcome(self, final: Delta | None, cut: str | Repetition | None) -> Outcome:
         """What the round just streamed did, for next_round."""
         kind: Cut | None = None
         if isinstance(cut, Repetition):
-            kind = "item" if cut.kind == "item" else "loop"
+            kind = CUTS.get(cut.kind, "loop")
         elif cut is not None:
             kind = "end"  # the length policy's end, or a sibling's title
         text = self.text
@@ -312,10 +319,11 @@ class SectionRun:
             self.draft.text = self.draft.text[: step.keep]
         if step.degenerate:
             self.rec.degenerate = True
-            self.rec.reasons.append(step.why)
+            if step.why not in self.rec.reasons:
+                self.rec.reasons.append(step.why)
         if step.truncated is not None:
             self.rec.truncated = step.truncated
-        if self.rec.truncated:
+        if self.rec.truncated and "truncated" not in self.rec.reasons:
             self.rec.reasons.append("truncated")
         if step.ended_by is not None:
             self.rec.ended_by = step.ended_by

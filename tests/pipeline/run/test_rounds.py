@@ -91,6 +91,27 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
         START, done(cut="loop"), replace(KV, loop_retries=0),
         START, Stop("loops", degenerate=True),
     ),
+    # -- a reader check: junk, or another script
+    (
+        "a row of junk: retried like a loop, the junk's first character avoided",
+        START, done(cut="junk", leaned=("👩",), end=0), KV,
+        Rounds(retries=1, stuck=1, extra_rounds=1, avoid=frozenset({"👩"})), Retry("prefix"),
+    ),
+    (
+        "another script: retried like a loop (a new seed)",
+        START, done(cut="language", end=40), CHAT,
+        Rounds(retries=1, stuck=1, retry_mark=40, extra_rounds=1), Retry("chat"),
+    ),
+    (
+        "junk again after each of loop_retries retries: degenerate, for junk",
+        Rounds(retries=2, stuck=2, extra_rounds=2), done(cut="junk"), KV,
+        Rounds(retries=2, stuck=2, extra_rounds=2), Stop("junk", degenerate=True),
+    ),
+    (
+        "another script again after each retry: degenerate, for the language",
+        Rounds(retries=2, stuck=2, extra_rounds=2), done(cut="language"), KV,
+        Rounds(retries=2, stuck=2, extra_rounds=2), Stop("language", degenerate=True),
+    ),
     # -- the length policy or a sibling's title
     (
         "target reached (or a sibling's title begun): the section ends at that boundary",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from gen.pipeline.spec import GenerationSettings
-from gen.text.words import count_words
+from gen.text.words import CJK_CHAR, count_words
 
 DEFAULT_ROUNDS = 4  # a section without a target, and the least a target gets
 # the rounds a target gets cover this many times its tokens: the text the checks cut (a
@@ -65,15 +65,11 @@ SAMPLES: dict[Script, str] = {
 # tokenizer up to a token a byte
 CONSERVATIVE: dict[Script, float] = {"latin": 1.5, "cyrillic": 5.0, "cjk": 3.0, "other": 6.0}
 
-# the characters gen.text.words counts as a word each
-_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
-               (0x20000, 0x2FA1F))  # fmt: skip
-
 
 def _family(ch: str) -> Script:
-    code = ord(ch)
-    if any(lo <= code <= hi for lo, hi in _CJK_RANGES):
+    if CJK_CHAR.fullmatch(ch):  # a word each, as gen.text.words counts them
         return "cjk"
+    code = ord(ch)
     if code < 0x0250 or 0x1E00 <= code < 0x1F00:
         return "latin"
     if 0x0400 <= code < 0x0530:

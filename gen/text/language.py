@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gen.text.quality import Scanner, Token, Unit, scan
-from gen.text.words import _CJK
+from gen.text.words import CJK
 
 Script = Literal["cjk", "latin"]
 Language = Literal["auto", "any", "zh", "en"]  # the `language:` setting
@@ -34,7 +34,7 @@ ASKED: dict[Script, tuple[str, ...]] = {
             "中文写", "中文回答", "翻译成中文", "译成中文"),
 }  # fmt: skip
 
-_CJK_CHAR = re.compile(rf"[{_CJK}\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+_CJK_CHAR = re.compile(rf"[{CJK}\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 _INNER = frozenset("'’-.")
 _APART = re.compile(r"[\n|\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]")  # line, cell, CJK mark
 _DOMAIN = re.compile(r"[^\W\d_]{2,}\.[^\W\d_]{2,}")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gen.text.words import _CJK
+from gen.text.words import CJK_CHAR
 
 TERMINATORS = frozenset(".!?…。！？")
 CLOSERS = "\"'”’)]」』》）*_"  # may follow a terminator: `end."`, `**Done.**`, `。」`
@@ -17,7 +17,6 @@ LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 MIN_SENTENCE_TOKENS = 4
 MIN_SENTENCE_CJK = 6
 
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
 _CJK_END = re.compile(rf"[。！？][{re.escape(CLOSERS)}]*")
 _QUOTE = re.compile(r">+")
 _HEADING = re.compile(r"#{1,6}")
@@ -77,7 +76,7 @@ class Scanner:
                 if ch in LINE_BREAKS:
                     self._end_unit(out)
                     self._line_start, self._line = True, "text"
-            elif _CJK_CHAR.match(ch):
+            elif CJK_CHAR.match(ch):
                 if self._chunk:
                     self._close_chunk(out)
                 self._chunk_start, self._chunk = k, [ch]
@@ -120,7 +119,7 @@ class Scanner:
         role = self._classify_line(chunk, start, end) if self._line_start else "content"
         if role == "marker":  # `>`, `##`, `-`
             return
-        cjk = len(chunk) == 1 and _CJK_CHAR.match(chunk) is not None
+        cjk = len(chunk) == 1 and CJK_CHAR.match(chunk) is not None
         norm = chunk if cjk else _core(chunk)
         line = self._line
         if norm:

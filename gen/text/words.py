@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
+# the characters counted as a word each (kana and CJK ideographs; Hangul is spaced)
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_TOKEN = re.compile(rf"[{CJK}]|[^\s{CJK}]+")
+CJK_CHAR = re.compile(rf"[{CJK}]")
 
 
 def count_words(text: str) -> int:
@@ -15,7 +16,7 @@ def count_words(text: str) -> int:
     count = 0
     for match in _TOKEN.finditer(text):
         token = match.group()
-        if _CJK_CHAR.fullmatch(token) or any(ch.isalnum() for ch in token):
+        if CJK_CHAR.fullmatch(token) or any(ch.isalnum() for ch in token):
             count += 1
     return count
 
@@ -42,7 +43,7 @@ def prefix_with_words(text: str, n: int) -> str:
     count = 0
     for match in _TOKEN.finditer(text):
         token = match.group()
-        if _CJK_CHAR.fullmatch(token) or any(ch.isalnum() for ch in token):
+        if CJK_CHAR.fullmatch(token) or any(ch.isalnum() for ch in token):
             count += 1
             if count > n:
                 return text[: match.start()]
@@ -62,4 +63,4 @@ def last_words(text: str, n: int) -> str:
 
 
 def _is_word(token: str) -> bool:
-    return bool(_CJK_CHAR.fullmatch(token)) or any(ch.isalnum() for ch in token)
+    return bool(CJK_CHAR.fullmatch(token)) or any(ch.isalnum() for ch in token)

@@ -11,7 +11,8 @@ from gen.pipeline.run.dryrun import PlannedPrompt, plan_prompts
 from gen.pipeline.spec import Pipeline
 
 
-def dry_run(pipeline: Pipeline, model: str, as_json: bool, out: IO[str] = sys.stdout) -> int:
+def dry_run(pipeline: Pipeline, model: str, as_json: bool, out: IO[str] | None = None) -> int:
+    out = out or sys.stdout  # looked up now: a default would keep the stdout of import time
     from gen.backends.tokens import open_tokenizer
 
     backend = open_tokenizer(model)

@@ -1,19 +1,26 @@
-"""`gen bench --quality`: long texts as a reader gets them. Fixed targets (single sections of
-500 and 1,500 words, an 800-character Chinese section, the long-article recipe at 5,000
-words), each on a topic no test uses and each run with N seeds, with words (and their spread
-across the seeds), S_l, distinct-4, repeated sentences and seconds per document."""
+"""`gen bench --quality`: long texts as a reader gets them. Single-section pipelines as a new
+user writes them (a prompt and a target, gen's defaults, the seed the bench sets) from 150
+to 3,000 words, a plan and a dialogue among them, Chinese of 400 and 2,000 characters, and
+the long-article recipe at 5,000 words; each on a topic no test uses and each run with N
+seeds. Per document: words (and their spread across the seeds), S_l, distinct-4, repeated
+sentences, and what the manifest says a reader was spared or given: junk lines dropped, the
+share in the wanted script, chatter cut, relevance, sections failed and why, truncated
+sections, and every section that ended under S_l 80 with the reason it gives (or none)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gen.backends.base import Backend
+from gen.bench.reading import reader_figures, reader_row
 from gen.engine.config import EngineConfig
 from gen.pipeline import Pipeline, load_pipeline, load_pipeline_text
 from gen.text.quality import measure
@@ -21,27 +28,44 @@ from gen.text.words import count_words, length_score
 
 RECIPE = "long-article.yaml"  # in the bundled pipelines' folder the caller names
 
-SINGLE = """
+# a case as a new user writes it: a prompt and a target, nothing else; the model named
+# and the seed set (as `defaults.seed`) by the bench
+CASE_YAML = """
 name: quality-{name}
 model: {model}
-defaults: {{temperature: 0.7, seed: {seed}, max_tokens: 256, max_rounds: 40}}
 sections:
   - id: body
-    target_words: {words}
-    prompt: "{prompt}"
+    target_words: {target}
+    prompt: {prompt}
 """
 SINGLE_SEED = 23  # a single section's first seed; the recipe's is its defaults.seed
 
-TARGETS: list[tuple[str, int, str]] = [
-    ("en-500", 500, "Write an article of about 500 words: How bicycles changed city life."),
-    ("en-1500", 1500, "Write an article of about 1500 words: The science of sourdough bread."),
-    ("zh-800", 800, "请写一篇大约800字的文章：丝绸之路上的城市。"),
-]
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    name: str
+    target: int  # words; characters for Chinese
+    prompt: str
+
+
+CASES = [
+    Case("en-150", 150, "Write about 150 words on why tide pools are worth visiting at low tide."),
+    Case("en-600-plan", 600,
+         "Help me establish a 600 words learning plan for playing the cello as an adult."),
+    Case("en-1500-dialogue", 1500,
+         "Write a short story of about 1500 words, told mostly in dialogue, about two "
+         "astronomers waiting out a snowstorm at a mountain observatory."),
+    Case("en-3000", 3000,
+         "Write an article of about 3000 words on the history of canals and the boats "
+         "that worked them."),
+    Case("zh-400", 400, "请写一篇大约400字的短文：清晨的菜市场。"),
+    Case("zh-2000", 2000, "请写一篇大约2000字的文章：茶马古道的历史与今天。"),
+]  # fmt: skip
 RECIPE_NAME = "recipe-5000"
 RECIPE_WORDS = 5000
 RECIPE_TOPIC = "The history of lighthouses"
 SEEDS = 5
-CASE_NAMES = [name for name, _, _ in TARGETS] + [RECIPE_NAME]
+CASE_NAMES = [c.name for c in CASES] + [RECIPE_NAME]
 
 
 def word_spread(words: Sequence[int]) -> dict[str, Any]:
@@ -73,10 +97,10 @@ def run_quality(
     pipelines: Path,
 ) -> dict[str, Any]:
     """Each case run with `seeds` seeds (its first seed + 0, 1, ...). A row keeps the figures
-    of one document as the mean over the seeds (words, S_l, distinct-4, repeated sentences,
-    seconds; degenerate sections: the worst seed), the spread of its words and every run.
-    `only` names the cases to run (all of them when None); `pipelines`, the folder that holds
-    the recipe (read only when it runs)."""
+    of one document over the seeds: the means of words, S_l, distinct-4, repeated sentences
+    and seconds; the worst seed's of the rest (reader_row); the spread of its words and
+    every run. `only` names the cases to run (all of them when None); `pipelines`, the
+    folder that holds the recipe (read only when it runs)."""
     from gen.backends import open_backend
 
     if seeds < 1:
@@ -87,8 +111,8 @@ def run_quality(
                          f"the cases are {', '.join(CASE_NAMES)}")  # fmt: skip
     wanted = set(only or CASE_NAMES)
     # every pipeline loaded (and checked) before anything is generated
-    cases = [(name, words, _single(name, model, words, prompt, SINGLE_SEED + i))
-             for name, words, prompt in TARGETS if name in wanted
+    cases = [(c.name, c.target, case_pipeline(c, model, SINGLE_SEED + i))
+             for c in CASES if c.name in wanted
              for i in range(seeds)]  # fmt: skip
     if RECIPE_NAME in wanted:
         recipe_seed = _recipe(pipelines, None).defaults.seed or 0
@@ -118,7 +142,25 @@ def run_quality(
         "repeated_sentences_max": max(r["repeated_sentences"] for r in every),
         "words_spread_max": max(r["words_spread"] for r in rows),
         "words_cv_max": max(r["words_cv"] for r in rows),
+        # every section under S_l 80, with its document and seed
+        "misses": [
+            {"name": name, "seed": r["seed"]} | miss
+            for (name, _), each in runs.items()
+            for r in each
+            for miss in r["misses"]
+        ],
     }
+
+
+def case_pipeline(case: Case, model: str, seed: int) -> Pipeline:
+    """The case's pipeline for `model` with `seed` as its defaults.seed."""
+    text = CASE_YAML.format(
+        name=case.name,
+        model=model,
+        target=case.target,
+        prompt=json.dumps(case.prompt, ensure_ascii=False),
+    )
+    return load_pipeline_text(text, file=f"{case.name}.yaml", overrides={"defaults.seed": seed})
 
 
 def _recipe(pipelines: Path, seed: int | None) -> Pipeline:
@@ -128,11 +170,6 @@ def _recipe(pipelines: Path, seed: int | None) -> Pipeline:
     if seed is not None:
         overrides["defaults.seed"] = str(seed)
     return load_pipeline(pipelines / RECIPE, overrides)
-
-
-def _single(name: str, model: str, words: int, prompt: str, seed: int) -> Pipeline:
-    text = SINGLE.format(name=name, model=model, words=words, prompt=prompt, seed=seed)
-    return load_pipeline_text(text, file=f"{name}.yaml")
 
 
 def _measure(
@@ -160,13 +197,15 @@ def _measure(
         "distinct_4": round(q.distinct_4, 3),
         "repeated_sentences": round(q.repeated_share, 3),
         "degenerate_sections": manifest["metrics"]["sections_degenerate"],
+        **reader_figures(manifest, shown),
         "seconds": round(time.monotonic() - started, 1),
         "document": str(prepared.run_dir.document_path),
     }
 
 
 def _row(name: str, target: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """A case over its seeds: the means (the first seed's document), the spread, each run."""
+    """A case over its seeds: the means (the first seed's document), the reader's figures of
+    the worst seed, the spread, each run."""
     spread = word_spread([r["words"] for r in runs])
     return {
         "name": name,
@@ -176,6 +215,7 @@ def _row(name: str, target: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "distinct_4": _mean((r["distinct_4"] for r in runs), 3),
         "repeated_sentences": _mean((r["repeated_sentences"] for r in runs), 3),
         "degenerate_sections": max(r["degenerate_sections"] for r in runs),
+        **reader_row(runs),
         "seconds": _mean(r["seconds"] for r in runs),
         "document": runs[0]["document"],
         "seeds": [r["seed"] for r in runs],

@@ -134,6 +134,10 @@ def dtype_lines(q: dict[str, Any], dtype: str) -> list[str]:
     return lines
 
 
+QUALITY_READER_HEAD: Row = ("junk", "language", "chatter", "relevance", "failed", "truncated")
+ABSENT = "—"  # a figure the manifest does not record
+
+
 def quality_row(x: dict[str, Any], seeds: int) -> Row:
     """One document's cells; over seeds, words as "512 (488–530, spread 8%)" (the mean, the
     min–max, (max-min)/mean) and a cv cell beside it."""
@@ -144,21 +148,53 @@ def quality_row(x: dict[str, Any], seeds: int) -> Row:
             f"{x['words_cv']:.0%}",
         ]
     return (x["name"], str(x["target_words"]), *words, str(x["length_score"]),
-            str(x["distinct_4"]), f"{x['repeated_sentences']:.0%}", str(x["seconds"]))  # fmt: skip
+            _off_target_cell(x), str(x["distinct_4"]), f"{x['repeated_sentences']:.0%}",
+            *reader_cells(x), str(x["seconds"]))  # fmt: skip
+
+
+def reader_cells(x: dict[str, Any]) -> Row:
+    """The reader's cells of a row: junk lines, the share in the wanted script, chatter cut
+    (and its share), relevance, sections failed (and why), truncated; "—" for a figure the
+    manifest does not record."""
+    share, chatter, relevance = x["language_share"], x["chatter"], x["relevance"]
+    chatter_cell = ABSENT if chatter is None else str(chatter)
+    if chatter is not None and x["chatter_share"] is not None:
+        chatter_cell += f" ({x['chatter_share']:.0%})"
+    failed = str(x["sections_failed"])
+    if x["failed_reasons"]:
+        failed += f" ({', '.join(x['failed_reasons'])})"
+    return (str(x["junk"]), ABSENT if share is None else f"{share:.0%}", chatter_cell,
+            ABSENT if relevance is None else f"{relevance:.2f}", failed,
+            str(x["truncated"]))  # fmt: skip
+
+
+def _off_target_cell(x: dict[str, Any]) -> str:
+    """Sections under S_l 80, and how many of them say no reason."""
+    unexplained = x["off_target_unexplained"]
+    return f"{x['off_target']}" + (f" ({unexplained} unexplained)" if unexplained else "")
 
 
 def quality_lines(r: dict[str, Any]) -> list[str]:
-    """`gen bench --quality`'s text: a row a document, then the extremes."""
+    """`gen bench --quality`'s text: a row a document, the extremes, then every section off
+    its target with the reason its manifest gives."""
     n = r["seeds"]
     words = ("words",) if n == 1 else (f"words ({n} seeds)", "cv")
-    head = ("document", "target", *words, "S_l", "distinct-4", "repeated", "seconds")
+    head = ("document", "target", *words, "S_l", "<80", "distinct-4", "repeated",
+            *QUALITY_READER_HEAD, "seconds")  # fmt: skip
     lines = table([head] + [quality_row(x, n) for x in r["rows"]])
     lines.append(f"average S_l {r['length_score_avg']}, lowest distinct-4 {r['distinct_4_min']}, "
                  f"most repeated sentences {r['repeated_sentences_max']:.0%}")  # fmt: skip
     if n > 1:
-        lines.append(f"over {n} seeds: S_l, distinct-4, repeated and seconds are means; widest "
+        lines.append(f"over {n} seeds: S_l, distinct-4, repeated and seconds are means, <80 "
+                     "and junk to truncated the worst seed's; widest "
                      f"spread {r['words_spread_max']:.0%}, "
                      f"largest cv {r['words_cv_max']:.0%}")  # fmt: skip
+    if not r["misses"]:
+        lines.append("<80: no section ended under S_l 80 of its target")
+    for m in r["misses"]:
+        lines.append(f"<80: {m['name']}, seed {m['seed']}, section {m['section']}: "
+                     f"{m['words']} of {m['target_words']} words, S_l {m['length_score']}: "
+                     f"{m['why'] or 'the manifest gives no reason'}")  # fmt: skip
     return lines
 
 

@@ -35,7 +35,9 @@ def add_command(sub: Any) -> None:
     b.add_argument(
         "--quality",
         action="store_true",
-        help="measure long texts instead: words, S_l, distinct-4, repeated sentences",
+        help="measure long texts instead: words, S_l, distinct-4, repeated sentences, and "
+        "what a reader is spared or given: junk, language, chatter, relevance, failed and "
+        "truncated sections, sections under S_l 80 and why",
     )
     b.add_argument(
         "--seeds",
@@ -50,8 +52,8 @@ def add_command(sub: Any) -> None:
         type=_quality_cases,
         default=None,
         metavar="NAMES",
-        help="with --quality: only these documents, comma-separated "
-        "(en-500, en-1500, zh-800, recipe-5000)",
+        help="with --quality: only these documents, comma-separated (en-150, en-600-plan, "
+        "en-1500-dialogue, en-3000, zh-400, zh-2000, recipe-5000)",
     )
     b.add_argument(
         "--outlines",

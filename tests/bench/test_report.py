@@ -119,38 +119,71 @@ def test_the_engine_text_to_the_byte() -> None:
     )
 
 
-QUALITY_ROW = {"name": "en-500", "target_words": 500, "words": 512, "words_min": 488,
-               "words_max": 530, "words_spread": 0.082, "words_cv": 0.036, "length_score": 97.6,
-               "distinct_4": 0.912, "repeated_sentences": 0.0, "seconds": 31.4}  # fmt: skip
-QUALITY_ROW_ZH = QUALITY_ROW | {"name": "zh-800", "target_words": 800, "words": 1234,
+READER: dict[str, Any] = {"junk": 0, "language_share": 1.0, "chatter": None, "chatter_share": None,
+          "relevance": None, "sections_failed": 0, "failed_reasons": {}, "truncated": 0,
+          "off_target": 0, "off_target_unexplained": 0}  # fmt: skip
+QUALITY_ROW = READER | {"name": "en-150", "target_words": 150, "words": 157, "words_min": 140,
+                       "words_max": 166, "words_spread": 0.166, "words_cv": 0.068,
+                       "length_score": 97.6, "distinct_4": 0.912, "repeated_sentences": 0.0,
+                       "seconds": 4.8}  # fmt: skip
+QUALITY_ROW_ZH = QUALITY_ROW | {"name": "zh-2000", "target_words": 2000, "words": 1234,
                                 "words_min": 1000, "words_max": 1300, "words_spread": 0.243,
-                                "words_cv": 0.101, "length_score": 88.0, "distinct_4": 0.7,
-                                "repeated_sentences": 0.125, "seconds": 102.5}  # fmt: skip
-QUALITY = {"seeds": 5, "rows": [QUALITY_ROW, QUALITY_ROW_ZH], "length_score_avg": 92.8,
+                                "words_cv": 0.101, "length_score": 58.0, "distinct_4": 0.7,
+                                "repeated_sentences": 0.125, "seconds": 102.5, "junk": 3,
+                                "language_share": 0.982, "chatter": 2, "chatter_share": 0.031,
+                                "relevance": 0.4567, "sections_failed": 1,
+                                "failed_reasons": {"language": 2, "loops": 1}, "truncated": 1,
+                                "off_target": 1, "off_target_unexplained": 1}  # fmt: skip
+MISSES = [{"name": "zh-2000", "seed": 24, "section": "body", "words": 1000,
+           "target_words": 2000, "length_score": 50.0, "why": "loops; truncated"},
+          {"name": "zh-2000", "seed": 25, "section": "body", "words": 1100,
+           "target_words": 2000, "length_score": 59.1, "why": None}]  # fmt: skip
+QUALITY = {"seeds": 5, "rows": [QUALITY_ROW, QUALITY_ROW_ZH], "length_score_avg": 77.8,
            "distinct_4_min": 0.7, "repeated_sentences_max": 0.125, "words_spread_max": 0.243,
-           "words_cv_max": 0.101}  # fmt: skip
+           "words_cv_max": 0.101, "misses": MISSES}  # fmt: skip
 
 
 def test_the_quality_rows_and_text() -> None:
     assert report.quality_row(QUALITY_ROW, 5) == (
-        "en-500", "500", "512 (488–530, spread 8%)", "4%", "97.6", "0.912", "0%", "31.4"
+        "en-150", "150", "157 (140–166, spread 17%)", "7%", "97.6", "0", "0.912", "0%",
+        "0", "100%", "—", "—", "0", "0", "4.8",
     )  # fmt: skip
-    assert report.quality_row(QUALITY_ROW, 1) == (
-        "en-500", "500", "512", "97.6", "0.912", "0%", "31.4"
+    assert report.quality_row(QUALITY_ROW_ZH, 1) == (
+        "zh-2000", "2000", "1234", "58.0", "1 (1 unexplained)", "0.7", "12%",
+        "3", "98%", "2 (3%)", "0.46", "1 (language, loops)", "1", "102.5",
     )  # fmt: skip
     assert report.quality_lines(QUALITY) == [
-        "document  target  words (5 seeds)               cv   S_l   distinct-4  repeated  seconds",
-        "en-500    500     512 (488–530, spread 8%)      4%   97.6  0.912       0%        31.4",
-        "zh-800    800     1234 (1000–1300, spread 24%)  10%  88.0  0.7         12%       102.5",
-        "average S_l 92.8, lowest distinct-4 0.7, most repeated sentences 12%",
-        "over 5 seeds: S_l, distinct-4, repeated and seconds are means; widest spread 24%, "
-        "largest cv 10%",
+        "document  target  words (5 seeds)               cv   S_l   <80                "
+        "distinct-4  repeated  junk  language  chatter  relevance  failed               "
+        "truncated  seconds",
+        "en-150    150     157 (140–166, spread 17%)     7%   97.6  0                  "
+        "0.912       0%        0     100%      —        —          0                    "
+        "0          4.8",
+        "zh-2000   2000    1234 (1000–1300, spread 24%)  10%  58.0  1 (1 unexplained)  "
+        "0.7         12%       3     98%       2 (3%)   0.46       1 (language, loops)  "
+        "1          102.5",
+        "average S_l 77.8, lowest distinct-4 0.7, most repeated sentences 12%",
+        "over 5 seeds: S_l, distinct-4, repeated and seconds are means, <80 and junk to "
+        "truncated the worst seed's; widest spread 24%, largest cv 10%",
+        "<80: zh-2000, seed 24, section body: 1000 of 2000 words, S_l 50.0: loops; truncated",
+        "<80: zh-2000, seed 25, section body: 1100 of 2000 words, S_l 59.1: the manifest "
+        "gives no reason",
     ]
-    assert report.quality_lines(QUALITY | {"seeds": 1, "rows": [QUALITY_ROW]}) == [
-        "document  target  words  S_l   distinct-4  repeated  seconds",
-        "en-500    500     512    97.6  0.912       0%        31.4",
-        "average S_l 92.8, lowest distinct-4 0.7, most repeated sentences 12%",
+    assert report.quality_lines(QUALITY | {"seeds": 1, "rows": [QUALITY_ROW], "misses": []}) == [
+        "document  target  words  S_l   <80  distinct-4  repeated  junk  language  chatter  "
+        "relevance  failed  truncated  seconds",
+        "en-150    150     157    97.6  0    0.912       0%        0     100%      —        "
+        "—          0       0          4.8",
+        "average S_l 77.8, lowest distinct-4 0.7, most repeated sentences 12%",
+        "<80: no section ended under S_l 80 of its target",
     ]
+
+
+def test_absent_reader_figures_print_as_a_dash() -> None:
+    """A section held to no script, chatter counted without a share, zero relevance."""
+    row = QUALITY_ROW | {"language_share": None, "chatter": 0, "relevance": 0.0}
+    assert report.reader_cells(row) == ("0", "—", "0", "0.00", "0", "0")
+    assert report.reader_cells(QUALITY_ROW)[1:4] == ("100%", "—", "—")
 
 
 PASSED = {"outlines": 10, "count": 10, "distinct": 9, "single_line": 10, "no_generic": 8,
@@ -223,5 +256,5 @@ def test_a_missing_bundled_pipeline_is_named_with_the_option(
     assert "elsewhere/long-article.yaml: no such file" in err and "--pipelines" in err
     assert ran == []  # refused before any model loads
     # documents written in code need no bundled pipeline
-    assert main(["bench", "--quality", "--only", "en-500,zh-800"]) == 0
+    assert main(["bench", "--quality", "--only", "en-150,zh-2000"]) == 0
     assert ran == ["quality"]

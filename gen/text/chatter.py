@@ -26,7 +26,8 @@ _QUOTES = re.compile(r"[\"“”«»「」『』]")
 
 _WORK = (
     r"(?:article|essay|post|blog post|piece|text|section|paragraph|story|response|answer|"
-    r"report|guide|plan|draft|version|outline|list|summary|content|passage|write-up|poem)s?"
+    r"report|guide|plan|draft|version|outline|list|summary|content|passage|write-up|poem|"
+    r"introduction|conclusion)s?"
 )
 # what a text calls itself ("the report has three findings" is a report's own sentence)
 _SELF = r"(?:article|essay|blog post|post|response|answer|write-up)"

@@ -55,10 +55,11 @@ class Draft:
         # there goes on with the junk filter's line); None: cut, or text added since
         self._flowing: int | None = None
 
-    def begin(self, round_no: int, restart: bool) -> None:
+    def begin(self, round_no: int, restart: bool, answer: bool = False) -> None:
         """Round `round_no` writes on from the end of the text; with `restart` it may start
         over (a chat turn, a round past where the model stopped): an opening that says the
-        text again is a loop."""
+        text again is a loop. `answer`: a chat model's new answer (its opening may be
+        chatter again)."""
         self.round_start = len(self.text)
         while self._round_starts and self._round_starts[-1][0] >= self.round_start:
             self._round_starts.pop()  # a round whose text was all cut away
@@ -70,7 +71,8 @@ class Draft:
             earlier=self._earlier,
         )
         if self.reader is not None:
-            self.reader.begin(self.text, self.shown, self._flowing == len(self.text))
+            flowing = self._flowing == len(self.text)
+            self.reader.begin(self.text, self.shown, flowing, restart=answer)
         self._flowing = None
 
     def take(self, piece: str, round_no: int) -> str | Repetition | None:
@@ -89,6 +91,7 @@ class Draft:
         found = self._detector.feed(piece) if self.list is None else None
         if found is None and self.list is None and self.reader is not None:
             found = self.reader.language_cut(piece, self.text, self.shown)
+            found = found or self.reader.chatter_cut(self.text, self.shown)
         if found is not None:
             return self._cut(found)
         sibling = self.siblings.line(self.text)
@@ -102,15 +105,23 @@ class Draft:
         self.release(round_no=round_no)
         return None
 
-    def end_round(self, round_no: int) -> str | Repetition | None:
-        """The round's text is all there; its last line may be a sibling's title."""
+    def end_round(self, round_no: int, answered: bool = False) -> str | Repetition | None:
+        """The round's text is all there; its last line may be a sibling's title.
+        `answered`: the model ended its answer (chatter at its end is dropped)."""
         piece, junk = self._clean(self.headings.flush())
+        if junk is None and self.reader is not None:  # an opening is decided within a round
+            piece += self.reader.opening("", final=True)
         self.text += piece
         if junk is not None:
             return self._cut(junk)
         sibling = self.siblings.line(self.text, final=True)
         if sibling is not None:
             return self._at_sibling(*sibling, round_no)
+        if answered and self.reader is not None:  # chatter inside is cut, at the end dropped
+            found = self.reader.chatter_cut(self.text, self.shown, final=True)
+            if found is not None:
+                return self._cut(found)
+            self.text = self.text[: self.reader.trailing(self.text, self.shown)]
         self.release(round_no=round_no)  # the last sentences stay held into the next round
         self._flowing = len(self.text)
         return None
@@ -138,6 +149,7 @@ class Draft:
             self.text = self.text[: max(found[0], self.shown)]
         if self.reader is not None:
             self.text = self.text[: self.reader.end(self.text, self.shown)]
+            self.text = self.text[: self.reader.trailing(self.text, self.shown)]
         self.text = self.text[: max(self.shown, len(self.text.rstrip()))]
         self.release(final=True)
 
@@ -156,7 +168,8 @@ class Draft:
         if self.reader is None:
             return piece, None
         piece = self.reader.junk.feed(piece)
-        return piece, self.reader.junk_cut(self.text + piece, self.shown)
+        cut = self.reader.junk_cut(self.text + piece, self.shown)
+        return (piece if cut else self.reader.opening(piece)), cut
 
     def _cut(self, found: Repetition) -> Repetition:
         """A loop or a reader check ends the round: the text goes back to `found.keep`."""

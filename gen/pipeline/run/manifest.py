@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gen.pipeline.run.repetition import READER_CUTS
 from gen.text.coherence import OutlineCheck
 
 
@@ -17,7 +18,7 @@ class RoundRecord:
     trimmed_tokens: int
     seconds: float
     strategy: str = "initial"  # initial | kv | prefix | chat | more
-    stop_reason: int | str | None = None  # also "target_words", "repetition"
+    stop_reason: int | str | None = None  # also "target_words", "repetition", READER_CUTS
     retry: int = 0  # retries after a loop before this round
     repetition: dict[str, str] | None = None  # what loop ended this round
     server_retries: int = 0  # requests sent again: a remote server failed, throttled or dropped
@@ -59,6 +60,7 @@ class SectionRecord:
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
     junk: int = 0  # lines and runs without a letter or digit dropped from its text
     language_share: float | None = None  # its words' share in the wanted script (None: any)
+    chatter: int = 0  # sentences about the writing dropped (opening, end) or cut (inside)
     reasons: list[str] = field(default_factory=list)  # what cut it or made it fail, once each
     length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
 
@@ -80,6 +82,7 @@ class SectionRecord:
             "repeated_sentences": round(self.repeated_sentences, 3),
             "overlap": None if self.overlap is None else round(self.overlap, 3),
             "junk": self.junk,
+            "chatter": self.chatter,
             "language_share": None
             if self.language_share is None
             else round(self.language_share, 3),
@@ -118,6 +121,7 @@ class SectionRecord:
             overlap=data.get("overlap"),
             ended_by=data.get("ended_by"),
             junk=int(data.get("junk", 0)),
+            chatter=int(data.get("chatter", 0)),
             language_share=data.get("language_share"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
             length_plan=data.get("length_plan"),
@@ -200,6 +204,7 @@ def run_metrics(
         "distinct_4_min": round(min((r.distinct_4 for r in done), default=1.0), 3),
         "repeated_sentences_max": round(max((r.repeated_sentences for r in done), default=0.0), 3),
         "repetition_retries": sum(rd.stop_reason == "repetition" for rd in rounds),
+        "reader_retries": sum(rd.stop_reason in READER_CUTS for rd in rounds),
         # coherence, once the document is written: None before (or without an outline)
         "overlap_max": round(max(overlaps), 3) if overlaps else None,
         "outline_followed": None if outline is None else outline.followed,

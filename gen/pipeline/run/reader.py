@@ -1,23 +1,40 @@
 """The checks for what a reader rejects, beside the loop checks on a section's streamed text:
 lines and runs without a letter or digit never reach the text (a row of them is cut,
-"junk"), and text in another script than the one wanted is cut ("language"). A cut is a
-Repetition, retried like a loop. Knows nothing of backends or requests."""
+"junk"), text in another script than the one wanted is cut ("language"), and chatter (talk
+about the writing, gen/text/chatter.py) at the text's opening or end is dropped, inside it
+cut ("chatter"). A cut is a Repetition, retried like a loop. Knows nothing of backends or
+requests."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.repetition import Kind, Repetition
 from gen.pipeline.spec import Pipeline, Section
-from gen.pipeline.templates.render import render_prompt
+from gen.pipeline.templates.render import render_prompt, render_system
+from gen.pipeline.templates.variables import SectionMap, SectionResult
+from gen.text.chatter import Chatter, units
 from gen.text.junk import JunkFilter, junk_line
 from gen.text.language import LanguageCheck, Script, language_share, wanted_script
 
 _END = re.compile(r"(?<!\d)[.!?…。！？][\"'”’)\]」』》）*_]*(?=\s|$)|[。！？]|\n")
 _COLONS = (":", "：")
 _CONTEXT = ("outline", "earlier", "previous")  # text of other sections a prompt may quote
+# the opening is held until its first sentence of the text's own, or this many characters
+OPENING_HELD = 400
+
+
+def own_prompt(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> str:
+    """The section's prompt as rendered, the earlier sections' text it quotes left out."""
+    prompt = render_prompt(pipeline, section, variables)
+    for name in _CONTEXT:
+        quoted = str(variables.get(name) or "").strip()
+        if quoted:
+            prompt = prompt.replace(quoted, "")
+    return prompt
 
 
 def prompt_wanted(
@@ -27,12 +44,32 @@ def prompt_wanted(
     its prompt's, the earlier sections' text the prompt quotes left out."""
     if language != "auto":
         return wanted_script(language, "")
-    prompt = render_prompt(pipeline, section, variables)
-    for name in _CONTEXT:
-        quoted = str(variables.get(name) or "").strip()
-        if quoted:
-            prompt = prompt.replace(quoted, "")
-    return wanted_script(language, prompt)
+    return wanted_script(language, own_prompt(pipeline, section, variables))
+
+
+def prompt_chatter(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> Chatter:
+    """The section's chatter check: its prompt and system are the instructions not to say
+    again; the values the prompt was filled with (a topic, a title, a plan's items, other
+    sections' text) are its subject, which the text may say."""
+    said = own_prompt(pipeline, section, variables)
+    said += "\n" + (render_system(pipeline, section, variables) or "")
+    return Chatter(said, _strings(variables))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a prompt's variables."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, SectionResult):
+        yield value.title
+        yield value.text
+        yield from value.items
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple | SectionMap):
+        for v in value:
+            yield from _strings(v)
 
 
 def sound_end(text: str, floor: int) -> int:
@@ -58,34 +95,115 @@ def line_start(text: str, start: int) -> int:
 
 
 class Reader:
-    """One section's reader checks: its junk filter (for the whole section) and a language
-    check per round (None when no script is wanted); `reasons`: the checks that cut it."""
+    """One section's reader checks: its junk filter (for the whole section), a language
+    check per round (None when no script is wanted) and its chatter check; `reasons`: the
+    checks that cut it, `chatter`: the chatter sentences dropped or cut."""
 
-    def __init__(self, wanted: Script | None) -> None:
+    def __init__(self, wanted: Script | None, chatter: Chatter | None = None) -> None:
         self.wanted = wanted
         self.junk = JunkFilter()
         self.language: LanguageCheck | None = None
         self.reasons: list[str] = []
+        self.talk = chatter or Chatter()
+        self.chatter = 0
+        self._opening: str | None = ""  # the opening held until it is decided; None: done
+        self._dropped = False  # chatter was dropped from the opening (the space after it goes)
+        self._read = 0  # where the chatter check has read the text to
+        self._said: list[int] = []  # where chatter after the text's own sentences begins
 
-    def begin(self, text: str, shown: int, flowing: bool) -> None:
+    def begin(self, text: str, shown: int, flowing: bool, restart: bool = False) -> None:
         """A round starts on `text`; `flowing`: it goes on with the same stream (the junk
-        filter's line goes on too), else the filter starts again at the text's end."""
+        filter's line goes on too), else the filter starts again at the text's end;
+        `restart`: a new answer of a chat model, whose opening may be chatter again."""
         if not flowing:
             self.junk.sync(text)
         if self.wanted is not None:
             self.language = LanguageCheck(self.wanted, text, floor=shown)
+        if restart or not text.strip():
+            self._opening, self._dropped = "", False
+        self._read = min(self._read, len(text))
+        self._said = [at for at in self._said if at < len(text)]
 
     def flush(self) -> str:
-        """What the junk filter holds, decided as it stands (a new request goes on from the
-        text; a kv round would have gone on with the line)."""
-        return self.junk.flush()
+        """What the junk filter and the opening hold, decided as they stand (a new request
+        goes on from the text; a kv round would have gone on with the line)."""
+        return self.opening(self.junk.flush(), final=True)
 
     def close(self, piece: str, text: str, flowing: bool) -> str:
         """The section's last piece without its junk; `flowing`: its last round ended uncut
         (else what the filter held lies past a cut)."""
         if not flowing:
             self.junk.sync(text)
-        return self.junk.feed(piece) + self.junk.finish()
+        return self.opening(self.junk.feed(piece) + self.junk.finish(), final=True)
+
+    def opening(self, piece: str, final: bool = False) -> str:
+        """What of `piece` may be kept while the text's opening is read: chatter sentences
+        (and lines without a letter or digit) at the start are dropped; everything from the
+        first sentence of the text's own passes, and so does all after the opening. `final`:
+        nothing more comes in this answer, what is held is decided as it stands."""
+        if self._opening is None:
+            return piece
+        held = self._opening + piece
+        begin = 0
+        for start, end in units(held):
+            said = held[start:end]
+            if any(c.isalnum() for c in said) and self.talk.rule(said) is None:
+                break
+            self.chatter += any(c.isalnum() for c in said)
+            begin = end
+        else:
+            rest = held[begin:]
+            if not final and len(rest) < OPENING_HELD:
+                self._opening = rest.lstrip() if begin or self._dropped else rest
+                self._dropped = self._dropped or begin > 0
+                return ""
+            if final and any(c.isalnum() for c in rest) and self.talk.rule(rest) is not None:
+                self.chatter += 1
+                begin = len(held)
+        self._opening = None
+        return held[begin:].lstrip() if begin or self._dropped else held
+
+    def chatter_cut(self, text: str, shown: int, final: bool = False) -> Repetition | None:
+        """Chatter inside the text: its sentences once one of the text's own follows them
+        (chatter at the end is dropped when the section or answer ends, `trailing`).
+        `final`: the answer has ended, its last sentence is read as it stands."""
+        found = list(units(text, self._read))
+        if final and text[found[-1][1] if found else self._read :].strip():
+            found.append((found[-1][1] if found else self._read, len(text)))
+        for start, end in found:
+            self._read = end
+            said = text[start:end]
+            if not any(c.isalnum() for c in said):
+                continue
+            rule = self.talk.rule(said)
+            if rule is not None:
+                self._said.append(max(line_start(text, start), shown))
+            elif self._said:
+                start, count = self._said[0], len(self._said)
+                self._said = []
+                self.chatter += count
+                detail = f"{count} sentences about the writing, not its subject: "
+                detail += " ".join(text[start:].split())[:60]
+                return self._cut("chatter", start, announced(text[:start], shown), detail)
+        return None
+
+    def trailing(self, text: str, shown: int) -> int:
+        """Where the text ends without the chatter at its end ("I hope this helps!"), its
+        last sentence read as it stands; never before `shown`. (What follows chatter that
+        was not cut goes with it: the text's end has come.)"""
+        read = self._read
+        for start, end in [*units(text, read), (-1, len(text))]:
+            start = read if start < 0 else start
+            said, read = text[start:end], end
+            if any(c.isalnum() for c in said) and self.talk.rule(said) is not None:
+                self._said.append(max(line_start(text, start), shown))
+        if not self._said:
+            return len(text)
+        self.chatter += len(self._said)
+        end = announced(text[: self._said[0]], shown)
+        self._said = []
+        self._read = end
+        return end
 
     def junk_cut(self, text: str, shown: int) -> Repetition | None:
         """A row of junk: the text goes back to its last sound sentence."""
@@ -114,8 +232,10 @@ class Reader:
         return max(begin, shown) if junk_line(text[begin:end]) else len(text)
 
     def record(self, record: SectionRecord, text: str) -> None:
-        """The section's figures: junk dropped, its share of the wanted script, reasons."""
+        """The section's figures: junk dropped, its share of the wanted script, chatter
+        dropped or cut, reasons."""
         record.junk = self.junk.dropped
+        record.chatter = self.chatter
         record.language_share = None if self.wanted is None else language_share(text, self.wanted)
         record.reasons += [r for r in self.reasons if r not in record.reasons]
 

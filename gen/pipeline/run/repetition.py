@@ -22,11 +22,15 @@ from gen.text.quality import (
 from gen.text.scripts import spaced_script
 
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
-# "item", for a list item refused as a repeat; "junk" and "language", the reader checks')
+# "item", for a list item refused as a repeat; "junk", "language" and "chatter", the reader
+# checks')
 Kind = Literal[
     "span", "sentence", "refrain", "collapse", "word", "count", "restart", "echo", "sibling",
-    "item", "junk", "language",
+    "item", "junk", "language", "chatter",
 ]  # fmt: skip
+# the reader checks' kinds: a round one of them cut has the kind as its stop_reason (a loop's
+# round has "repetition")
+READER_CUTS = frozenset({"junk", "language", "chatter"})
 DETAIL_CHARS = 60
 # a line or short sentence said again right after itself: LINE_PERIODS units back to back
 # ("Lighthouse" / "Lighthouse" / ...), too short for the sentence check; copies as spans
@@ -45,6 +49,10 @@ RUN_ON_LINK_CHARS = 200
 # when that word is not a function word
 REFRAIN_LEAD, REFRAIN_SAME, REFRAIN_WINDOW = 2, 5, 6
 SUBJECT_SAME, SUBJECT_WINDOW = 6, 7
+# a heading refrain: REFRAIN_SAME of the last REFRAIN_WINDOW headings open with the same
+# HEADING_LEAD words, numbers aside ("Step 12: Learn to Use …" again and again; "Week 3:
+# Closures" after "Week 2: Optionals" is a plan)
+HEADING_LEAD = 4
 # word: one word (not a function word) is more than this share of the recent tokens
 WORD_SHARE = 0.2
 # echo: a sentence of at least ECHO_GRAMS word 5-grams, at least ECHO_SHARE of them in
@@ -154,6 +162,7 @@ class LoopDetector:
         self._leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._bare_leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._subjects: deque[tuple[str, int]] = deque(maxlen=SUBJECT_WINDOW)
+        self._headings: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._ends = [self._floor]
         self._numbers: list[Token] = []  # count: the numbers in a row just fed
         # unit spans: the last units' tokens, and per period how many in a row equal the
@@ -297,7 +306,7 @@ class LoopDetector:
         return 3 * period if period < self._long_span else 2 * period
 
     def _sentence_repeat(self, unit: Unit, fed: bool) -> Repetition | None:
-        found = self._refrain(unit, fed)
+        found = self._refrain(unit, fed) or self._heading_refrain(unit, fed)
         if found is not None or not is_sentence(unit, *self._sentence):
             return found
         if self._restart:
@@ -352,6 +361,21 @@ class LoopDetector:
             detail = f"{len(same)} of the last {len(self._subjects)} sentences open with: {word}"
             return self._report("refrain", same[1], detail, (word,))
         return None
+
+    def _heading_refrain(self, unit: Unit, fed: bool) -> Repetition | None:
+        """Heading after heading opening with the same words, their numbers aside: a list of
+        steps that has become a loop. Cut at the last of them (the ones before are kept)."""
+        if unit.kind != "heading":
+            return None
+        lead = tuple("#" if w.isdigit() else w for w in unit.tokens if w)[:HEADING_LEAD]
+        self._headings.append((lead, unit.start))
+        if len(lead) < HEADING_LEAD:
+            return None
+        same = [start for opening, start in self._headings if opening == lead]
+        if len(same) < REFRAIN_SAME or not self._fresh(same, fed):
+            return None
+        detail = f"{len(same)} of the last {len(self._headings)} headings open with: "
+        return self._report("refrain", same[-1], detail + " ".join(lead), lead[:1])
 
     def _fresh(self, starts: list[int], fed: bool) -> bool:
         """Two of the refrain's sentences come after base: a retry from a trimmed refrain

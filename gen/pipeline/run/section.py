@@ -46,8 +46,8 @@ from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.params import EXTEND_MIN_TOKENS, retry_bias, sampling
-from gen.pipeline.run.reader import Reader, prompt_wanted
-from gen.pipeline.run.repetition import Repetition
+from gen.pipeline.run.reader import Reader, prompt_chatter, prompt_wanted
+from gen.pipeline.run.repetition import READER_CUTS, Repetition
 from gen.pipeline.run.roundlog import request_entry, round_event, round_record
 from gen.pipeline.run.rounds import (
     CUTS,
@@ -134,7 +134,8 @@ class SectionRun:
         self.length: LengthPlan | None = None  # made with the first prompt
         if not self.shaped and section.parse != "json":  # a shape's grammar decides its lines
             wanted = prompt_wanted(ctx.pipeline, section, variables, self.settings.language)
-            self.draft.reader = Reader(wanted)
+            chatter = prompt_chatter(ctx.pipeline, section, variables)
+            self.draft.reader = Reader(wanted, chatter)
         self.rules = Rules(  # what the loop's decisions read of the settings
             strategy=self.strategy,
             max_rounds=self.settings.max_rounds or DEFAULT_ROUNDS,  # planned in first_prompt
@@ -269,7 +270,7 @@ class SectionRun:
         finally:
             tail = await stream.close()
             last = self.rec.rounds[-1] if self.rec.rounds else None
-            ended = ("target_words", "repetition", *self.siblings.titles.values())
+            ended = ("target_words", "repetition", *READER_CUTS, *self.siblings.titles.values())
             if last is not None and last.stop_reason in ended:
                 tail = ""  # text the engine held back lies past where the section was cut
             if last is not None and last.finish_reason == "length":
@@ -358,7 +359,8 @@ class SectionRun:
         ("words", a sibling's title, or the Repetition found)."""
         round_no = len(self.rec.rounds) + 1
         draft = self.draft
-        draft.begin(round_no, restart=mode in ("chat", "more") or self.state.extend)
+        answer = mode in ("chat", "more")
+        draft.begin(round_no, restart=answer or self.state.extend, answer=answer)
         dedupe = mode in ("chat", "more")
         base = draft.text
         pending = ""  # chat rounds: text held until it can no longer be a repeat of `base`
@@ -379,7 +381,8 @@ class SectionRun:
             cut = draft.take(remove_overlap(base, pending), round_no)
             if cut is not None:
                 return final, cut
-        return final, draft.end_round(round_no)
+        answered = final is not None and final.finish_reason == "stop"
+        return final, draft.end_round(round_no, answered=answered)
 
     def _round(
         self,

@@ -15,6 +15,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from gen.files import atomic_write
 from gen.pipeline.run.events import read_events
+from gen.pipeline.run.repetition import READER_CUTS
 
 WIDTH, LABEL_W, RIGHT, TOP, ROW, BAR = 900, 200, 24, 40, 24, 16
 X0, X1 = LABEL_W, WIDTH - RIGHT
@@ -26,7 +27,7 @@ COLOURS = {  # a round's class suffix -> fill: how the round ended
     "target": "#8e6cc2",
     "other": "#9a9a9a",
 }
-LEGEND = {"stop": "stop", "length": "length", "repetition": "repetition cut"}
+LEGEND = {"stop": "stop", "length": "length", "repetition": "cut (a loop, junk, chatter, …)"}
 LEGEND |= {"target": "target words", "other": "other"}
 ERROR, OPEN_FILL = "#d62728", "url(#hatch)"
 STRIPE = {"fill": "#000", "fill_opacity": "0.04"}  # see-through: grid lines stay visible
@@ -65,6 +66,7 @@ class Row:
         n = e["round"] if isinstance(e.get("round"), int) else self.next_round()
         finish, stop = e.get("finish_reason"), e.get("stop_reason")
         kind = {"repetition": "repetition", "target_words": "target"}.get(str(stop), "")
+        kind = "repetition" if str(stop) in READER_CUTS else kind  # cut by a reader check
         kind = kind or (finish if finish in ("stop", "length") else "other")
         reason = stop if kind in ("repetition", "target") else finish
         tok, tps = _num(e.get("completion_tokens")), _num(e.get("tokens_per_second"))

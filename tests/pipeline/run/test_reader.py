@@ -81,7 +81,7 @@ def test_a_row_of_junk_is_retried_from_the_sound_text(tmp_path: Path) -> None:
     assert retry.continue_final and retry.messages[-1]["content"] == TEA_ZH
     assert retry.params.seed != first.params.seed
     assert retry.params.logit_bias == ((ord("\ufffd"), -6.0),)  # the junk made less likely
-    assert cuts(sec) == ["junk", None] and sec["rounds"][0]["stop_reason"] == "repetition"
+    assert cuts(sec) == ["junk", None] and sec["rounds"][0]["stop_reason"] == "junk"
     assert sec["degenerate"] is False and sec["reasons"] == ["junk"] and sec["junk"] == 3
 
 
@@ -201,9 +201,13 @@ def test_a_drift_into_english_is_cut_where_it_began(tmp_path: Path, strategy: st
 
 
 def test_an_announcing_line_goes_with_the_other_script(tmp_path: Path) -> None:
-    reply = f"{CARS}\n\nHere is the article in English:\n\n{SERMON}"
+    reply = f"{CARS}\n\nThe English version follows:\n\n{SERMON}"
     sec, text, _, _ = run_section(tmp_path, PROMPT_ZH, [(reply, "stop"), ("完。", "stop")])
     assert text == CARS + "完。" and sec["reasons"] == ["language"]
+    # an announcing line that is chatter itself is cut before the other script counts
+    reply = f"{CARS}\n\nHere is the article in English:\n\n{SERMON}"
+    sec, text, _, _ = run_section(tmp_path, PROMPT_ZH, [(reply, "stop"), ("完。", "stop")])
+    assert text == CARS + "完。" and sec["reasons"] == ["chatter"]
 
 
 @pytest.mark.parametrize(
@@ -278,3 +282,115 @@ def test_another_script_is_cut_from_its_line_start_after_a_marker() -> None:
     text = "中文。\n- English words here"
     assert line_start(text, text.index("English")) == text.index("-")
     assert line_start(text, text.index("words")) == text.index("words")
+
+
+# -- chatter ---------------------------------------------------------------------------------
+
+WEEK2 = "Week two: build a small app with SwiftUI, one screen at a time."
+
+
+@pytest.mark.parametrize(
+    ("prompt", "opening", "own"),
+    [
+        (PROMPT_EN, "Certainly! 🎉 Here is a 600-word learning plan for Swift:\n\n", SWIFT),
+        (PROMPT_EN, "**Sure!**\n\n", SWIFT),
+        (PROMPT_ZH, "好的！以下是一篇关于汽车制造商研究背景的说明：\n\n", CARS),
+    ],
+)
+def test_chatter_at_the_opening_is_dropped(
+    tmp_path: Path, prompt: str, opening: str, own: str
+) -> None:
+    sec, text, backend, _ = run_section(tmp_path, prompt, [(opening + own, "stop")])
+    assert text == own and len(backend.calls) == 1  # dropped, not retried
+    assert sec["chatter"] >= 1 and sec["reasons"] == [] and sec["degenerate"] is False
+
+
+@pytest.mark.parametrize(
+    ("prompt", "own", "ending"),
+    [
+        (PROMPT_EN, SWIFT, "\n\nI hope this helps! Let me know if you need anything else."),
+        (PROMPT_EN, SWIFT, " Feel free to ask if you have any questions"),  # no full stop
+        (PROMPT_ZH, CARS, "\n\n希望这篇文章对你有帮助！（字数：约600字）"),
+    ],
+)
+def test_chatter_at_the_end_is_dropped(tmp_path: Path, prompt: str, own: str, ending: str) -> None:
+    sec, text, backend, _ = run_section(tmp_path, prompt, [(own + ending, "stop")])
+    assert text == own and len(backend.calls) == 1
+    assert sec["chatter"] >= 1 and sec["reasons"] == []
+
+
+def test_chatter_at_a_rounds_end_is_dropped_before_the_text_goes_on(tmp_path: Path) -> None:
+    """A model that ends short of its target with "I hope this helps!" is asked for more:
+    the more goes on from its own text, not from the chatter."""
+    replies: list[Reply] = [(SWIFT + " I hope this helps!", "stop"), (WEEK2, "stop")]
+    sec, text, backend, _ = run_section(tmp_path, PROMPT_EN, replies, target_words=20)
+    assert text == SWIFT + "\n\n" + WEEK2
+    assert backend.calls[1].messages[-1]["content"] == SWIFT + "\n\n"
+    assert sec["chatter"] == 1
+
+
+@pytest.mark.parametrize(
+    ("prompt", "own", "inside", "later"),
+    [
+        (PROMPT_EN, SWIFT, " The article will have 280 words. Sure, let me help you.", WEEK2),
+        (PROMPT_ZH, CARS, "本文将分为三个部分。", "电池成本在十年间下降了八成。"),
+    ],
+)
+def test_chatter_inside_the_text_is_cut_and_retried(
+    tmp_path: Path, prompt: str, own: str, inside: str, later: str
+) -> None:
+    replies: list[Reply] = [(own + inside + " " + later, "stop"), (" " + later, "stop")]
+    sec, text, backend, _ = run_section(tmp_path, prompt, replies)
+    assert text == own + " " + later
+    first, retry = backend.calls
+    assert retry.continue_final and retry.messages[-1]["content"] == own
+    assert retry.params.seed != first.params.seed
+    assert cuts(sec) == ["chatter", None] and sec["rounds"][0]["stop_reason"] == "chatter"
+    assert sec["reasons"] == ["chatter"] and sec["degenerate"] is False
+
+
+def test_a_section_that_keeps_chattering_ends_degenerate_with_its_own_text(
+    tmp_path: Path,
+) -> None:
+    chatty = " As an AI, I will now write the rest of the article. " + WEEK2
+    replies: list[Reply] = [(SWIFT + chatty, "stop")] + [(chatty, "stop")] * 6
+    sec, text, _, _ = run_section(tmp_path, PROMPT_EN, replies, loop_retries=2)
+    assert text == SWIFT
+    assert sec["degenerate"] is True and sec["reasons"] == ["chatter"]
+
+
+def test_a_chat_models_new_answer_opens_without_chatter(tmp_path: Path) -> None:
+    replies: list[Reply] = [
+        (SWIFT, "length"),
+        ("Sure! Here is the rest of the plan:\n\n" + WEEK2, "stop"),
+    ]
+    sec, text, _, _ = run_section(tmp_path, PROMPT_EN, replies, "chat")
+    assert "Sure" not in text and "rest of the plan" not in text
+    assert text.startswith(SWIFT) and text.endswith(WEEK2)
+    assert sec["chatter"] == 2 and sec["reasons"] == []
+
+
+def test_the_prompts_instructions_said_again_are_dropped(tmp_path: Path) -> None:
+    prompt = (
+        "Write about the Swift language for beginners. Give concrete facts, names, dates, "
+        "examples and explanations that belong to this part and to no other."
+    )
+    echo = "Give concrete facts, names, dates, examples and explanations for this part.\n\n"
+    sec, text, _, _ = run_section(tmp_path, prompt, [(echo + SWIFT, "stop")])
+    assert text == SWIFT and sec["chatter"] == 1
+
+
+@pytest.mark.parametrize(
+    "own",
+    [
+        '"Sure, I can help you," said the keeper. "Of course, the lamp needs oil." ' + SWIFT,
+        "Of course, Swift was announced in 2014. " + SWIFT,
+        "「好的！」老人笑着说。" + CARS,
+        "1. Learn the syntax.\n2. Learn the types.\n3. Build an app: 3 screens, 2 weeks.",
+        "```swift\nlet words = 600\nprint(words)\n```\n\n" + SWIFT,
+    ],
+)
+def test_the_texts_own_sentences_are_kept(tmp_path: Path, own: str) -> None:
+    prompt = PROMPT_ZH if "。" in own else PROMPT_EN
+    sec, text, backend, _ = run_section(tmp_path, prompt, [(own, "stop")])
+    assert text == own and sec["chatter"] == 0 and len(backend.calls) == 1

@@ -581,3 +581,32 @@ def test_a_run_on_word_is_cut_while_it_is_still_being_written() -> None:
     for text in ("See https://example.org/" + "a" * 60 + "/page.html for more.",
                  "ประภาคารเป็นสิ่งก่อสร้างที่ช่วยนำทางเรือในเวลากลางคืนมาหลายร้อยปีแล้ว"):  # fmt: skip
         assert feed(text, [4] * len(text))[1] is None
+
+
+STEPS = ["Variables", "Functions", "Closures", "Optionals", "Structs", "Classes", "Protocols"]
+
+
+def test_a_refrain_of_headings_is_cut_at_its_last() -> None:
+    text = "".join(
+        f"### Step {i}: Learn to Use {topic}\n\n{topic} 用法很多, each with its place.\n\n"
+        for i, topic in enumerate(STEPS, 1)
+    )
+    found = feed_in_pieces(text, 5)
+    assert found is not None and found.kind == "refrain" and found.words == ("step",)
+    assert text[found.start :].startswith("Step 5: Learn to Use Structs")
+    assert text[: found.keep].endswith("Optionals 用法很多, each with its place.")
+
+
+def test_numbered_headings_of_a_plan_pass() -> None:
+    said = [
+        "You practise the syntax 🙂 and write notes.",
+        "Two small apps show how functions are passed around.",
+        "Closures capture values; a network call shows why.",
+        "Optionals make a missing value explicit in tests.",
+        "Structs are copied, which a release build makes fast.",
+        "Classes are shared, and a review finds the cycles.",
+    ]
+    text = "".join(
+        f"## Week {i}: {topic}\n\n{said[i - 1]}\n\n" for i, topic in enumerate(STEPS[:6], 1)
+    )
+    assert feed_in_pieces(text, 5) is None

@@ -1,0 +1,90 @@
+"""The long-article recipe's planning stays out of its parts: a part that says its plan,
+its word budget, the instructions it was given or talks to the reader about the writing
+keeps none of it in the document. Scripted backend, keyed by which of the recipe's
+prompts it answers."""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gen.backends.base import Message
+from gen.pipeline import load_pipeline
+from gen.sampling import SamplingParams
+from tests.pipeline.fake_backend import ChatCall, FakeBackend, FakeStream, count_chars, run
+
+RECIPE = Path(__file__).resolve().parents[3] / "pipelines" / "long-article.yaml"
+TOPIC = "The keepers of lights"
+OUTLINE = "1. The first keepers\n2. Lenses and lamps\n3. Lights that run themselves\n"
+
+INTRO = "Keepers tended coastal lights for three centuries. Their work saved ships and crews."
+PART1 = "The first keepers were often fishermen who burned coal in open braziers on the cliffs."
+PART1_MORE = "Their wages were paid by the ports, and a bad night could cost a keeper his post."
+PART2 = "Fresnel's lens of 1822 bent the light of one lamp into a beam seen twenty miles away."
+PART3 = "By the 1960s automatic lamps and timers let one engineer look after a dozen lights."
+ENDING = "The keepers are gone, but their lights still turn over the sea every night."
+
+SCRIPTS: dict[str, list[tuple[str, str]]] = {
+    "outline": [(OUTLINE, "stop")],
+    "intro": [(f"Sure! Here is the introduction:\n\n{INTRO}\n\nI hope this helps!", "stop")],
+    "part1": [
+        (f"{PART1} The article will have 280 words. Sure, let me help you. {PART1_MORE}", "stop"),
+        (f" {PART1_MORE}", "stop"),
+    ],
+    "part2": [(f"2. Lenses and lamps (about 333 words)\n\n{PART2}", "stop")],
+    "part3": [
+        (
+            "Write plain paragraphs: no title, no introduction to the article, no conclusion, "
+            f"and do not write the other parts.\n\n{PART3}\n\n"
+            "Let me know if you want the conclusion next.",
+            "stop",
+        )
+    ],
+    "ending": [(f"{ENDING}\n\n（字数：约100字）", "stop")],
+}
+
+
+def recipe_key(messages: list[Message]) -> str:
+    """Which of the recipe's prompts this is."""
+    prompt = next(m["content"] for m in messages if m["role"] == "user")
+    if prompt.startswith("Plan an article"):
+        return "outline"
+    if "introduction only" in prompt:
+        return "intro"
+    part = re.search(r"Write part (\d+)", prompt)
+    return f"part{part.group(1)}" if part else "ending"
+
+
+@dataclass
+class RecipeBackend(FakeBackend):
+    async def chat(
+        self,
+        messages: list[Message],
+        params: SamplingParams,
+        *,
+        hold: bool = False,
+        continue_final: bool = False,
+    ) -> FakeStream:
+        call = ChatCall(recipe_key(messages), copy.deepcopy(messages), params, hold, continue_final)
+        self.calls.append(call)
+        return FakeStream(self, call, count_chars(messages))
+
+
+def test_the_plan_budgets_and_instructions_never_reach_the_parts(tmp_path: Path) -> None:
+    overrides = {"topic": TOPIC, "words": 1200, "defaults.max_rounds": 1}
+    pipeline = load_pipeline(RECIPE, overrides)
+    backend = RecipeBackend(dict(SCRIPTS), chunk=5)
+    manifest, prepared = run(pipeline, backend, tmp_path)
+    document = (prepared.run_dir.path / "document.md").read_text("utf-8")
+
+    for own in (INTRO, PART1, PART1_MORE, PART2, PART3, ENDING):
+        assert own in document
+    for said in ("Sure", "introduction:", "hope", "280 words", "333 words", "Let me", "字数",
+                 "Write plain paragraphs", "2. Lenses and lamps ("):  # fmt: skip
+        assert said not in document, said
+    parts = [s for s in manifest["sections"] if s["section"] == "part"]
+    assert [p["chatter"] for p in parts] == [2, 1, 2]
+    assert parts[0]["reasons"] == ["chatter"] and parts[0]["rounds"][0]["stop_reason"] == "chatter"
+    assert all(p["degenerate"] is False for p in manifest["sections"])

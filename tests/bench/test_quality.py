@@ -190,14 +190,14 @@ def test_a_documents_row_reads_its_manifest(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A real run on the fake: the junk line dropped and counted, the text all in the wanted
-    script, the loop cut so the section fails far short of its target and says why; chatter
-    and relevance shown as absent until the manifest records them."""
+    script, the loop cut so the section fails far short of its target and says why; no
+    chatter; relevance shown as absent until the manifest records it."""
     install(monkeypatch, FakeBackend(scripts={"default": [(JUNK_REPLY, "stop")] * 20}))
     r = run_quality("fake-model", lambda _: None, tmp_path, seeds=1, only=["zh-2000"],
                     pipelines=PIPELINES)  # fmt: skip
     (row,) = r["rows"]
     assert row["junk"] >= 1 and row["language_share"] == 1.0
-    assert (row["chatter"], row["chatter_share"], row["relevance"]) == (None, None, None)
+    assert (row["chatter"], row["chatter_share"], row["relevance"]) == (0, None, None)
     assert (row["sections_failed"], row["failed_reasons"]) == (1, {"loops": 1})
     assert (row["off_target"], row["off_target_unexplained"]) == (1, 0)
     (miss,) = r["misses"]
@@ -212,7 +212,7 @@ def test_a_documents_row_reads_its_manifest(
     starts = [m.start() for m in re.finditer(r"\S+", head)] + [len(row_line)]
     cells = {name: row_line[a:b].strip()
              for name, a, b in zip(head.split(), starts, starts[1:], strict=False)}  # fmt: skip
-    assert (cells["chatter"], cells["relevance"], cells["language"]) == ("—", "—", "100%")
+    assert (cells["chatter"], cells["relevance"], cells["language"]) == ("0", "—", "100%")
     assert (cells["failed"], cells["<80"], cells["truncated"]) == ("1 (loops)", "1", "0")
     assert below[-1].startswith("<80: zh-2000, seed 23, section body: ")
     assert below[-1].endswith("of 2000 words, S_l 0.0: loops")

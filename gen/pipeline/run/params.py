@@ -55,8 +55,9 @@ def sampling(
 def retry_bias(
     state: Rounds, word_ids: Callable[[str], list[int]]
 ) -> tuple[tuple[int, float], ...]:
-    """A retry makes the words its loops leaned on less likely (while it is stuck)."""
-    if not state.stuck:
+    """A retry makes the words its loops leaned on less likely (while its stronger
+    settings last)."""
+    if not state.strong:
         return ()
     ids = {i for word in state.avoid for i in word_ids(word)}
     return tuple((i, RETRY_BIAS) for i in sorted(ids))

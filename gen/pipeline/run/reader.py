@@ -59,7 +59,8 @@ def line_start(text: str, start: int) -> int:
 
 class Reader:
     """One section's reader checks: its junk filter (for the whole section) and a language
-    check per round (None when no script is wanted); `reasons`: the checks that cut it."""
+    check per stretch of text, from the start or a cut to the next cut (None when no
+    script is wanted); `reasons`: the checks that cut it."""
 
     def __init__(self, wanted: Script | None) -> None:
         self.wanted = wanted
@@ -67,12 +68,14 @@ class Reader:
         self.language: LanguageCheck | None = None
         self.reasons: list[str] = []
 
-    def begin(self, text: str, shown: int, flowing: bool) -> None:
+    def begin(self, text: str, shown: int, flowing: bool, fresh: bool = True) -> None:
         """A round starts on `text`; `flowing`: it goes on with the same stream (the junk
-        filter's line goes on too), else the filter starts again at the text's end."""
+        filter's line goes on too), else the filter starts again at the text's end;
+        `fresh`: the text was cut back, the language check starts again on it (else the
+        one that has read it all goes on)."""
         if not flowing:
             self.junk.sync(text)
-        if self.wanted is not None:
+        if self.wanted is not None and (fresh or self.language is None):
             self.language = LanguageCheck(self.wanted, text, floor=shown)
 
     def flush(self) -> str:
@@ -96,9 +99,12 @@ class Reader:
         detail = f"{rows} without a letter or digit in a row"
         return self._cut("junk", len(text), sound_end(text, shown), detail, (junk.first,))
 
-    def language_cut(self, piece: str, text: str, shown: int) -> Repetition | None:
-        """The text has gone over to another script: it is cut where it did."""
-        slip = self.language.feed(piece) if self.language is not None else None
+    def language_cut(
+        self, piece: str, text: str, shown: int, judge: bool = True
+    ) -> Repetition | None:
+        """The text has gone over to another script: it is cut where it did. `judge`
+        False: the piece is read, not judged (a seam the pipeline added)."""
+        slip = self.language.feed(piece, judge) if self.language is not None else None
         if slip is None:
             return None
         start = max(line_start(text, slip.start), shown)

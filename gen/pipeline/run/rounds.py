@@ -93,8 +93,9 @@ class Outcome:
     finish: str | None = "stop"  # the round's finish_reason, when it was not cut
     used: int | None = None  # prompt + completion tokens, where the backend said them
     wrote: bool = True  # it added a letter or digit
-    # the request it belongs to (a kv round's runs since the last new one) added one
-    asked_wrote: bool = True
+    # it belongs to a request to write on past the model's end that added no letter or
+    # digit (a kv round's request: since the last new one)
+    idle: bool = False
     short: Callable[[int], bool] = _never_short  # the text up to `end` is short of its least
 
 
@@ -204,7 +205,7 @@ def next_round(state: Rounds, done: Outcome, rules: Rules) -> tuple[Rounds, Deci
             # stop: the context window cannot hold another round
             return state, Stop("window", truncated=True)
         return state, Resume(round_tokens(state, rules, room), done.used)
-    if done.finish == "stop" and done.short(done.end) and not rules.shaped and done.asked_wrote:
+    if done.finish == "stop" and done.short(done.end) and not rules.shaped and not done.idle:
         # short of its target: a model that can continue its own text writes on past its
         # end after a paragraph break, its end of text held off a while; a chat server is
         # asked for more (not again once a request has added nothing)

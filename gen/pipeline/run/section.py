@@ -128,7 +128,9 @@ class SectionRun:
         self.draft = Draft(ctx.events, record.key, self.policy, headings, self.siblings, earlier)
         self.state = Rounds()  # the round loop's counters
         self._params = SamplingParams()  # what the current round samples with
-        self._asked = 0  # where the text stood when the current request was sent
+        # where the text stood when the current request, one asked to write on past the
+        # model's end, was sent (None: the request is no such)
+        self._asked: int | None = None
         self.requests: list[dict[str, Any]] = []  # per round what was sent: prompts/<key>.json
         self._items = item_range(ctx.pipeline, section, variables)  # a list's (min, max)
         self.hold: Hold | None = hold_for(section, self._items, ctx.backend)
@@ -317,7 +319,7 @@ class SectionRun:
             finish=final.finish_reason if final else "stop",
             used=final.prompt_tokens + final.completion_tokens if final else None,
             wrote=any(c.isalnum() for c in text[self.draft.round_start :]),
-            asked_wrote=any(c.isalnum() for c in text[self._asked :]),
+            idle=self._asked is not None and not any(c.isalnum() for c in text[self._asked :]),
             short=lambda end: self.policy.short(text[:end]),
         )
 
@@ -350,7 +352,7 @@ class SectionRun:
             warm=self.draft.list.warmth() if self.draft.list is not None else 0.0,
         )
         self._params = params
-        self._asked = len(self.text)
+        self._asked = len(self.text) if mode == "more" or self.state.extend else None
         return await self.ctx.backend.chat(
             fitted.messages,
             params,

@@ -264,8 +264,8 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
         Rounds(sound_end=400, spent=2000, extend=True), Continue("prefix", last=True),
     ),
     (
-        "stopped short after a request that added nothing: not asked again",
-        START, done(short=short_below(401), asked_wrote=False), TARGETED,
+        "stopped short after a request to write on that added nothing: not asked again",
+        START, done(short=short_below(401), idle=True), TARGETED,
         Rounds(sound_end=400), Stop("finished"),
     ),
     (

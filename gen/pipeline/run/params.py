@@ -47,6 +47,8 @@ def sampling(
         logit_bias=bias,
         seed=seed,
         stop=(*settings.stop, *stop),
+        # a request's min_tokens may not pass its max_tokens, so a least longer than the
+        # first kv round is cut to it (the engine counts it over all the request's rounds)
         min_tokens=min(max(settings.min_tokens, least), max_tokens),
         constraint=constraint,
     )

@@ -22,7 +22,9 @@ RETRY_PROGRESS_WORDS = 80
 # then the section goes on with its own in a new request (a hotter, more penalised
 # sampler drifts off the topic if left on)
 RETRY_TOKENS = 128
-# rounds cut off by max_tokens in a row that add no letter or digit end the section
+# rounds cut off by max_tokens in a row that add no letter or digit end the section (in
+# rounds, not tokens: the junk filter drops such text, so it has no place to count from;
+# the one decision here that depends on the round size)
 STALLED_ROUNDS = 2
 
 # how a round was cut short: a list item refused, a loop (or an echo, or a sibling's title

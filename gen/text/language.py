@@ -155,11 +155,13 @@ class LanguageCheck:
         """The wanted script's share of the words counted in the whole text so far."""
         return self.wanted_words / self.counted_words if self.counted_words else None
 
-    def feed(self, piece: str) -> Slip | None:
+    def feed(self, piece: str, judge: bool = True) -> Slip | None:
+        """Read the next piece; `judge` False: it is read like base (a seam between
+        requests), nothing judged."""
         self._pieces.append(piece)
         found = None
         for event in self._scanner.feed(piece):
-            slip = self._event(event, fed=True)
+            slip = self._event(event, fed=judge)
             found = found or slip
         return found
 

@@ -5,6 +5,11 @@ A prompt's key is the first `[word]` in its first user message (`[intro] Write .
 prompts without one use the key "default". `scripts[key]` lists that key's rounds in
 order, each `(text, finish_reason)` or an exception to raise when the round streams. A key
 with no script answers `f"Text of {key}."` with "stop" every round.
+
+`streams[key]` instead lists that key's requests in order, each the whole text the model
+would write: a round writes up to its max_tokens characters of it ("length"; a held
+stream parks and a resume writes on) and its end ends the request ("stop"), so the same
+text can be cut into rounds of any size.
 """
 
 from __future__ import annotations
@@ -59,10 +64,19 @@ class FakeStream:
     closed: bool = False
     carried: int = 0
     rounds: int = 0
+    flow: str | None = None  # a streamed request: the text it has still to write
+    budget: int = 0  # the round's max_tokens
+
+    def _next(self) -> Reply:
+        """The round's reply: scripted, or the next max_tokens characters of the flow."""
+        if self.flow is None:
+            return self.backend.take(self.call.key)
+        text, self.flow = self.flow[: self.budget], self.flow[self.budget :]
+        return text, "length" if self.flow else "stop"
 
     async def deltas(self) -> AsyncIterator[Delta]:
         key, chunk = self.call.key, self.backend.chunk
-        reply = self.backend.take(key)
+        reply = self._next()
         self.rounds += 1
         await asyncio.sleep(0)
         if isinstance(reply, BaseException):
@@ -96,6 +110,7 @@ class FakeStream:
         self.parked = False
         self.backend.resumes.append((self.call.key, max_tokens))
         self.backend.log.append(("resume", self.call.key))
+        self.budget = max_tokens
         # like the engine: the carried context is the new round's prompt, all of it cached
         self.prompt_tokens = self.cached_prompt_tokens = self.carried
 
@@ -111,6 +126,7 @@ class FakeStream:
 @dataclass
 class FakeBackend:
     scripts: dict[str, list[Reply]] = field(default_factory=dict)
+    streams: dict[str, list[str]] = field(default_factory=dict)  # key -> each request's text
     supports_kv: bool = True
     supports_grammar: bool = False
     context_window: int = 100_000
@@ -158,7 +174,11 @@ class FakeBackend:
         call = ChatCall(key_of(messages), copy.deepcopy(messages), params, hold, continue_final)
         self.calls.append(call)
         self.log.append(("start", call.key))
-        return FakeStream(self, call, count_chars(messages))
+        flow = None
+        if call.key in self.streams:
+            flow = self.streams[call.key][self._next[call.key]]
+            self._next[call.key] += 1
+        return FakeStream(self, call, count_chars(messages), flow=flow, budget=params.max_tokens)
 
     async def aclose(self) -> None:
         self.closed = True

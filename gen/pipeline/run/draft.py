@@ -46,8 +46,9 @@ class Draft:
         self.shown = 0  # characters of the text already sent as deltas
         self.round_start = 0  # where the current round's text begins
         self._round_starts: list[tuple[int, int]] = []  # (where, round): who wrote the text
-        self._detector = LoopDetector()
         self._earlier = frozenset(ngrams(tokens("\n\n".join(earlier)), ECHO_N))
+        self._detector = LoopDetector(earlier=self._earlier)
+        self._stale = False  # the text was cut back: the checks start again on it
         self.covered: list[str] = []  # sentences cut for saying an earlier section again
         self.list: ListItems | None = None  # a held list: its guard checks the items
         self.reader: Reader | None = None  # the reader checks; None: off (a shaped output)
@@ -59,20 +60,26 @@ class Draft:
         """Round `round_no` writes on from the end of the text; with `restart` it may start
         over (a chat turn, a round past where the model stopped): an opening that says the
         text again is a loop. `answer`: a chat model's new answer (its opening may be
-        chatter again)."""
+        chatter again). The checks read on across rounds while the text goes on; a text cut
+        back (a retry) gets new ones that read it as it stands."""
         self.round_start = len(self.text)
         while self._round_starts and self._round_starts[-1][0] >= self.round_start:
             self._round_starts.pop()  # a round whose text was all cut away
         self._round_starts.append((self.round_start, round_no))
-        self._detector = LoopDetector(
-            self.text,
-            floor=self.shown,
-            restart=restart and bool(self.text),
-            earlier=self._earlier,
-        )
+        fresh = self._stale or self._detector.text != self.text
+        if fresh:
+            self._detector = LoopDetector(
+                self.text,
+                floor=self.shown,
+                restart=restart and bool(self.text),
+                earlier=self._earlier,
+            )
+        elif restart and self.text:
+            self._detector.restart()
         if self.reader is not None:
             flowing = self._flowing == len(self.text)
-            self.reader.begin(self.text, self.shown, flowing, restart=answer)
+            self.reader.begin(self.text, self.shown, flowing, fresh, restart=answer)
+        self._stale = False
         self._flowing = None
 
     def take(self, piece: str, round_no: int) -> str | Repetition | None:
@@ -88,10 +95,7 @@ class Draft:
             refusal = self.list.guard.feed(self.text)
             if refusal is not None:
                 return self._refuse(refusal)
-        found = self._detector.feed(piece) if self.list is None else None
-        if found is None and self.list is None and self.reader is not None:
-            found = self.reader.language_cut(piece, self.text, self.shown)
-            found = found or self.reader.chatter_cut(self.text, self.shown)
+        found = self._check(piece) if self.list is None else None
         if found is not None:
             return self._cut(found)
         sibling = self.siblings.line(self.text)
@@ -105,18 +109,31 @@ class Draft:
         self.release(round_no=round_no)
         return None
 
-    def end_round(self, round_no: int, answered: bool = False) -> str | Repetition | None:
-        """The round's text is all there; its last line may be a sibling's title.
-        `answered`: the model ended its answer (chatter at its end is dropped)."""
-        piece, junk = self._clean(self.headings.flush())
-        if junk is None and self.reader is not None:  # an opening is decided within a round
-            piece += self.reader.opening("", final=True)
-        self.text += piece
-        if junk is not None:
-            return self._cut(junk)
-        sibling = self.siblings.line(self.text, final=True)
-        if sibling is not None:
-            return self._at_sibling(*sibling, round_no)
+    def end_round(
+        self, round_no: int, goes_on: bool = False, answered: bool = False
+    ) -> str | Repetition | None:
+        """The round's text is all there; its last line may be a sibling's title. `goes_on`:
+        the same stream decodes on (kv), so a line held (a heading so far) stays held and
+        the last line is not yet whole. `answered`: the model ended its answer (chatter at
+        its end is dropped, chatter inside cut)."""
+        if not goes_on:
+            piece, junk = self._clean(self.headings.flush())
+            self.text += piece
+            if junk is not None:
+                return self._cut(junk)
+            found = self._check(piece) if piece and self.list is None else None
+            if found is not None:
+                return self._cut(found)
+            sibling = self.siblings.line(self.text, final=True)
+            if sibling is not None:
+                return self._at_sibling(*sibling, round_no)
+        if self.reader is not None:  # an opening is decided within a round
+            opening = self.reader.opening("", final=True)
+            if opening:
+                self.text += opening
+                found = self._check(opening) if self.list is None else None
+                if found is not None:
+                    return self._cut(found)
         if answered and self.reader is not None:  # chatter inside is cut, at the end dropped
             found = self.reader.chatter_cut(self.text, self.shown, final=True)
             if found is not None:
@@ -128,12 +145,18 @@ class Draft:
 
     def append(self, piece: str, round_no: int | None = None) -> None:
         """Text added between rounds (a seam, a held-back tail); a new request goes on from
-        the text, so what the junk filter holds is decided as it stands first."""
-        if self.reader is not None and self._flowing == len(self.text):
-            piece = self.reader.flush() + piece
+        the text, so what the filters hold is decided as it stands first. The checks read
+        it without judging it (it ends no round)."""
+        if self._flowing == len(self.text):
+            held, _ = self._clean(self.headings.flush())  # a kv round's line held so far
+            if self.reader is not None:
+                held += self.reader.flush()
+            piece = held + piece
         self._flowing = None
         if piece:
             self.text += piece
+            if self.list is None:
+                self._check(piece, judge=False)
         self.release(round_no=round_no)
 
     def finish(self, tail: str) -> None:
@@ -163,6 +186,16 @@ class Draft:
             self.events.emit("delta", section=self.key, round=number, text=piece)
         self.shown = end
 
+    def _check(self, piece: str, judge: bool = True) -> Repetition | None:
+        """The loop checks, the language check and the chatter check read a piece of the
+        text (`judge`: False for text the pipeline added, which ends no round)."""
+        found = self._detector.feed(piece, judge)
+        if found is None and self.reader is not None:
+            found = self.reader.language_cut(piece, self.text, self.shown, judge)
+            if found is None and judge:
+                found = self.reader.chatter_cut(self.text, self.shown)
+        return found
+
     def _clean(self, piece: str) -> tuple[str, Repetition | None]:
         """The piece without its junk, and the cut a row of junk calls for."""
         if self.reader is None:
@@ -175,6 +208,7 @@ class Draft:
         """A loop or a reader check ends the round: the text goes back to `found.keep`."""
         if found.kind == "echo":
             self.covered.append(self.text[found.start :].strip()[:COVERED_CHARS])
+        self._stale = True
         self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
         return found  # what is still held may be cut by the retry's own loop
 
@@ -183,6 +217,7 @@ class Draft:
         cut away and sampled again, the grammar banning it from now on."""
         if self.list is not None:
             self.list.refuse(refusal)
+        self._stale = True
         self.text = self.text[: max(len(self.text[: refusal.start].rstrip()), self.shown)]
         detail = f"item {refusal.title!r} refused: {refusal.reason}"
         return Repetition("item", refusal.start, len(self.text), detail)
@@ -195,6 +230,7 @@ class Draft:
         early = bool(target) and count_words(self.text[:start]) < (target or 0) / 2
         if early:  # the list lines just before it were the plan too: they go with it
             start = plan_start(self.text, start)
+        self._stale = True
         self.text = self.text[: max(start, self.shown)]
         if early:
             words = tuple(w for w in title_key(title).split() if w not in FUNCTION_WORDS)

@@ -47,6 +47,8 @@ def sampling(
         logit_bias=bias,
         seed=seed,
         stop=(*settings.stop, *stop),
+        # a request's min_tokens may not pass its max_tokens, so a least longer than the
+        # first kv round is cut to it (the engine counts it over all the request's rounds)
         min_tokens=min(max(settings.min_tokens, least), max_tokens),
         constraint=constraint,
     )
@@ -55,8 +57,9 @@ def sampling(
 def retry_bias(
     state: Rounds, word_ids: Callable[[str], list[int]]
 ) -> tuple[tuple[int, float], ...]:
-    """A retry makes the words its loops leaned on less likely (while it is stuck)."""
-    if not state.stuck:
+    """A retry makes the words its loops leaned on less likely (while its stronger
+    settings last)."""
+    if not state.strong:
         return ()
     ids = {i for word in state.avoid for i in word_ids(word)}
     return tuple((i, RETRY_BIAS) for i in sorted(ids))

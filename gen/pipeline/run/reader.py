@@ -96,8 +96,9 @@ def line_start(text: str, start: int) -> int:
 
 class Reader:
     """One section's reader checks: its junk filter (for the whole section), a language
-    check per round (None when no script is wanted) and its chatter check; `reasons`: the
-    checks that cut it, `chatter`: the chatter sentences dropped or cut."""
+    check per stretch of text, from the start or a cut to the next cut (None when no script
+    is wanted), and its chatter check; `reasons`: the checks that cut it, `chatter`: the
+    chatter sentences dropped or cut."""
 
     def __init__(self, wanted: Script | None, chatter: Chatter | None = None) -> None:
         self.wanted = wanted
@@ -111,13 +112,17 @@ class Reader:
         self._read = 0  # where the chatter check has read the text to
         self._said: list[int] = []  # where chatter after the text's own sentences begins
 
-    def begin(self, text: str, shown: int, flowing: bool, restart: bool = False) -> None:
+    def begin(
+        self, text: str, shown: int, flowing: bool, fresh: bool = True, restart: bool = False
+    ) -> None:
         """A round starts on `text`; `flowing`: it goes on with the same stream (the junk
         filter's line goes on too), else the filter starts again at the text's end;
-        `restart`: a new answer of a chat model, whose opening may be chatter again."""
+        `fresh`: the text was cut back, the language check starts again on it (else the
+        one that has read it all goes on); `restart`: a new answer of a chat model, whose
+        opening may be chatter again."""
         if not flowing:
             self.junk.sync(text)
-        if self.wanted is not None:
+        if self.wanted is not None and (fresh or self.language is None):
             self.language = LanguageCheck(self.wanted, text, floor=shown)
         if restart or not text.strip():
             self._opening, self._dropped = "", False
@@ -214,9 +219,12 @@ class Reader:
         detail = f"{rows} without a letter or digit in a row"
         return self._cut("junk", len(text), sound_end(text, shown), detail, (junk.first,))
 
-    def language_cut(self, piece: str, text: str, shown: int) -> Repetition | None:
-        """The text has gone over to another script: it is cut where it did."""
-        slip = self.language.feed(piece) if self.language is not None else None
+    def language_cut(
+        self, piece: str, text: str, shown: int, judge: bool = True
+    ) -> Repetition | None:
+        """The text has gone over to another script: it is cut where it did. `judge`
+        False: the piece is read, not judged (a seam the pipeline added)."""
+        slip = self.language.feed(piece, judge) if self.language is not None else None
         if slip is None:
             return None
         start = max(line_start(text, slip.start), shown)

@@ -92,8 +92,9 @@ class LoopDetector:
       two of them after base. start: the second of them.
     - "collapse": distinct 4-grams < collapse_distinct over the last collapse_tokens fed
       tokens. start: the first 4-gram in that window that repeats one before it.
-    - "restart" (with restart=True, for a round asked to go on): its first sentence opens
-      like an earlier one or shares half its words with one. start: that sentence.
+    - "restart" (with restart=True, or after `restart()`, for a round asked to go on): its
+      first sentence opens like an earlier one or shares half its words with one. start:
+      that sentence.
     - "count": NUMBER_RUN numbers in a row ("11, 2, 12, 3, ..."). start: the first.
     - "word" too: a word of RUN_ON_CHARS letters, digits, ".", "," or "-" still being
       written ("lightlightlight..."), or of RUN_ON_LINK_CHARS characters of any kind
@@ -103,10 +104,13 @@ class LoopDetector:
     - "echo": a sentence half of whose word 5-grams are in `earlier` (the 5-grams of the
       sections before this one): it says again what the document said. start: its start.
 
-    base (earlier rounds) is read for its sentences and its tail, but nothing that ends inside
+    base (text before) is read for its sentences and its tail, but nothing that ends inside
     it is reported; start and keep are never before `floor` (default: the end of base; the
-    caller passes how much of base it has shown, and may still cut the rest). Each feed
-    costs its piece plus O(window_tokens) per completed token.
+    caller passes how much of base it has shown, and may still cut the rest). One detector
+    reads a section's text for as long as it goes on: however the text is cut into rounds
+    and pieces, a loop is reported at the same place (a refrain's two sentences after base
+    count from where the detector began: after a cut, a retry gets its own chance). Each
+    feed costs its piece plus O(window_tokens) per completed token.
     """
 
     def __init__(
@@ -157,8 +161,10 @@ class LoopDetector:
         # restart: a round asked to go on (more, chat) whose first sentence is close to one
         # already written has started the text over
         self._restart = restart
+        self._restart_from = self._base_len  # the first sentence that ends past it is checked
+        self._quiet = self._base_len  # nothing that ends at or before it is reported
         self._earlier = earlier
-        self._sentences: list[tuple[str, ...]] = []  # base's sentences, for that check
+        self._sentences: list[tuple[str, ...]] = []  # every sentence so far, for that check
         self._leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._bare_leads: deque[tuple[tuple[str, ...], int]] = deque(maxlen=REFRAIN_WINDOW)
         self._subjects: deque[tuple[str, int]] = deque(maxlen=SUBJECT_WINDOW)
@@ -185,10 +191,14 @@ class LoopDetector:
             self._pieces = ["".join(self._pieces)]
         return self._pieces[0]
 
-    def feed(self, piece: str) -> Repetition | None:
+    def feed(self, piece: str, judge: bool = True) -> Repetition | None:
+        """Read the next piece; `judge` False: text the caller added itself (a seam between
+        requests) is read like base, nothing that ends inside it reported."""
         self._pieces.append(piece)
         if self._found:
             return None
+        if not judge:
+            self._quiet = len(self.text)
         for event in self._scanner.feed(piece):
             found = self._event(event)
             if found is not None:
@@ -198,10 +208,15 @@ class LoopDetector:
         self._found = found is not None
         return found
 
+    def restart(self) -> None:
+        """The next sentence is a new request's first (a chat turn, a round past where the
+        model stopped): one that opens like an earlier sentence has started over."""
+        self._restart, self._restart_from = True, len(self.text)
+
     def _run_on(self) -> Repetition | None:
         """The word still being written has run on for RUN_ON_CHARS characters."""
         start, n = self._scanner.open_word
-        if n < RUN_ON_CHARS or start + n <= self._base_len:
+        if n < RUN_ON_CHARS or start + n <= self._quiet:
             return None
         word = self.text[start : start + n]
         if not spaced_script(word):
@@ -211,7 +226,7 @@ class LoopDetector:
         return self._report("word", start, f"a run-on word: {_clip(word)}")
 
     def _event(self, event: Token | Unit) -> Repetition | None:
-        fed = event.end > self._base_len
+        fed = event.end > self._quiet
         if isinstance(event, Unit):
             if event.end > self._floor:
                 self._ends.append(event.end)
@@ -309,15 +324,13 @@ class LoopDetector:
         found = self._refrain(unit, fed) or self._heading_refrain(unit, fed)
         if found is not None or not is_sentence(unit, *self._sentence):
             return found
-        if self._restart:
-            if not fed:
-                self._sentences.append(unit.tokens)
-            else:
-                self._restart = False  # only the round's first sentence is compared
-                close = next((s for s in self._sentences if _close(s, unit.tokens)), None)
-                if close is not None:
-                    detail = f"starts over: {_clip(self.text[unit.start : unit.end])}"
-                    return self._report("restart", unit.start, detail)
+        if self._restart and fed and unit.end > self._restart_from:
+            self._restart = False  # only the request's first sentence is compared
+            close = next((s for s in self._sentences if _close(s, unit.tokens)), None)
+            if close is not None:
+                detail = f"starts over: {_clip(self.text[unit.start : unit.end])}"
+                return self._report("restart", unit.start, detail)
+        self._sentences.append(unit.tokens)
         if fed and self._earlier:
             grams = ngrams(unit.tokens, ECHO_N)
             said = sum(g in self._earlier for g in grams)

@@ -51,7 +51,6 @@ from gen.pipeline.run.repetition import READER_CUTS, Repetition
 from gen.pipeline.run.roundlog import request_entry, round_event, round_record
 from gen.pipeline.run.rounds import (
     CUTS,
-    RETRY_TOKENS,
     Continue,
     Cut,
     Outcome,
@@ -61,6 +60,7 @@ from gen.pipeline.run.rounds import (
     Stop,
     budget_stop,
     next_round,
+    round_tokens,
 )
 from gen.pipeline.run.siblings import Siblings
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
@@ -128,6 +128,9 @@ class SectionRun:
         self.draft = Draft(ctx.events, record.key, self.policy, headings, self.siblings, earlier)
         self.state = Rounds()  # the round loop's counters
         self._params = SamplingParams()  # what the current round samples with
+        # where the text stood when the current request, one asked to write on past the
+        # model's end, was sent (None: the request is no such)
+        self._asked: int | None = None
         self.requests: list[dict[str, Any]] = []  # per round what was sent: prompts/<key>.json
         self._items = item_range(ctx.pipeline, section, variables)  # a list's (min, max)
         self.hold: Hold | None = hold_for(section, self._items, ctx.backend)
@@ -282,7 +285,7 @@ class SectionRun:
         if self.target:
             self.rec.length_score = length_score(self.target, max(self.rec.words, 1))
         if self.length is not None:  # a target cut off short says why
-            used = len(self.rec.rounds) - self.state.extra_rounds
+            used = -(-self.state.spent // self.rules.max_tokens)  # the budget's rounds spent
             wrote = sum(r.completion_tokens for r in self.rec.rounds)
             self.length = after_run(self.length, self.rec.words, self.rec.truncated, used, wrote)
             self.rec.length_plan = self.length.to_json()
@@ -300,9 +303,15 @@ class SectionRun:
         elif cut is not None:
             kind = "end"  # the length policy's end, or a sibling's title
         text = self.text
+        tokens = 0  # what the round wrote counts against the budget; a cut one is recounted
+        if final is not None:
+            length = final.finish_reason == "length"
+            tokens = self._params.max_tokens if length else final.completion_tokens
         return Outcome(
             rounds=len(self.rec.rounds),
             end=len(text),
+            tokens=tokens,
+            kept=self.ctx.backend.count_text(text) if kind not in (None, "end") else 0,
             shown=self.draft.shown,
             progress=count_words(text[self.state.retry_mark :]),
             cut=kind,
@@ -311,6 +320,7 @@ class SectionRun:
             finish=final.finish_reason if final else "stop",
             used=final.prompt_tokens + final.completion_tokens if final else None,
             wrote=any(c.isalnum() for c in text[self.draft.round_start :]),
+            idle=self._asked is not None and not any(c.isalnum() for c in text[self._asked :]),
             short=lambda end: self.policy.short(text[:end]),
         )
 
@@ -331,20 +341,19 @@ class SectionRun:
 
     async def _open(self, fitted: Fitted, mode: RoundMode) -> Stream:
         room = self.ctx.window - fitted.prompt_tokens
-        if self.state.stuck:
-            room = min(room, RETRY_TOKENS)
         params = sampling(
             self.settings,
-            max(1, min(self.settings.max_tokens, room)),
+            round_tokens(self.state, self.rules, room),
             seed=self.seed,
             retry=self.state.retries,
-            strength=self.state.stuck,
+            strength=self.state.stuck if self.state.strong else 0,
             bias=retry_bias(self.state, self.ctx.backend.word_ids),
             least=EXTEND_MIN_TOKENS if self.state.extend else 0,
             constraint=self._constraint(),
             warm=self.draft.list.warmth() if self.draft.list is not None else 0.0,
         )
         self._params = params
+        self._asked = len(self.text) if mode == "more" or self.state.extend else None
         return await self.ctx.backend.chat(
             fitted.messages,
             params,
@@ -381,8 +390,11 @@ class SectionRun:
             cut = draft.take(remove_overlap(base, pending), round_no)
             if cut is not None:
                 return final, cut
+        # a kv round cut off by max_tokens decodes on in the same stream: its last line is
+        # not whole yet (if the section goes on otherwise, Draft.append decides it)
+        goes_on = self.strategy == "kv" and final is not None and final.finish_reason == "length"
         answered = final is not None and final.finish_reason == "stop"
-        return final, draft.end_round(round_no, answered=answered)
+        return final, draft.end_round(round_no, goes_on, answered=answered)
 
     def _round(
         self,

@@ -18,7 +18,7 @@ from .test_loops import LOOP_EN, SOUND_EN
 
 PIPELINE = """
 name: notes
-defaults: {max_tokens: 40, max_rounds: 1}
+defaults: {max_tokens: 400, max_rounds: 1}
 inputs: {topic: tea, tone: plain}
 sections:
   - {id: body, prompt: "[{{ topic }}] Write a {{ tone }} note on {{ topic }}."}

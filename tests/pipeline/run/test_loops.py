@@ -28,7 +28,7 @@ def run_section(
     tmp_path: Path, replies: list[Reply], strategy: str = "kv", **extra: Any
 ) -> tuple[dict[str, Any], str, FakeBackend, Path]:
     backend = FakeBackend({"s": replies}, chunk=3)
-    yaml = one_section(strategy, max_tokens=50, max_rounds=4, **extra)
+    yaml = one_section(strategy, **{"max_tokens": 50, "max_rounds": 4, **extra})
     yaml = yaml.replace("defaults: {", "defaults: {temperature: 0.7, seed: 3, ")
     manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
     text = (prepared.run_dir.sections_dir / "s.md").read_text("utf-8")
@@ -92,13 +92,16 @@ def sound_paragraph(n: int) -> str:
 
 
 def test_a_retry_that_goes_on_soundly_earns_a_fresh_budget(tmp_path: Path) -> None:
-    # each retry writes ~90 sound words, then loops again: progress, not a stuck loop
+    # each retry writes ~90 sound words, then loops again: progress, not a stuck loop (a
+    # budget of 4 x 1000 tokens holds the ~2,000 characters kept)
     replies: list[Reply] = [
         (SOUND_EN + LOOP_EN, "length"),
         *[(" " + sound_paragraph(n) + " " + LOOP_EN, "length") for n in range(1, 4)],
         (" 完。😀 The end.", "stop"),
     ]
-    manifest, text, backend, run_dir = run_section(tmp_path, replies, loop_retries=1)
+    manifest, text, backend, run_dir = run_section(
+        tmp_path, replies, loop_retries=1, max_tokens=1000
+    )
     sec = manifest["sections"][0]
     assert sec["degenerate"] is False
     assert [r["retry"] for r in sec["rounds"]] == [0, 1, 2, 3, 4]

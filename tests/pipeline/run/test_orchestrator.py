@@ -125,6 +125,9 @@ def test_a_sequential_fan_out_sees_the_words_its_earlier_parts_wrote(tmp_path: P
         '    target_words: "{{ (30 - words_written) // (loop_length - loop_index + 1) }}"\n'
         '    prompt: "[part-{{ loop_index }}] ({{ words_written }}) Write part',
     )
+    # a budget of 15 tokens, which each part's one reply spends (short of its target with
+    # budget left, a part would be asked to write on)
+    text = text.replace("max_tokens: 50", "max_tokens: 15")
     four = "One two three four."
     backend = FakeBackend({"outline": [(OUTLINE, "stop")], "part-1": [(four, "stop")]})
     manifest, _ = run(pipeline_from(text), backend, tmp_path)

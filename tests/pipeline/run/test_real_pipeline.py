@@ -1,5 +1,6 @@
-"""Pipelines on the bundled SmolLM2: `kv` rounds give the same text as one long round, and
-the long-text issue's 800-word case ends near its target without loops. (A `gen run`
+"""Pipelines on the bundled SmolLM2: `kv` rounds give the same text as one long round (also
+when a loop check fires and the section is retried), and the long-text issue's 800-word
+case ends near its target without loops. (A `gen run`
 killed with SIGKILL: tests/reliability/test_crash.py.)"""
 
 from __future__ import annotations
@@ -89,6 +90,62 @@ def test_kv_rounds_equal_one_long_round(backend: LocalBackend, tmp_path: Path) -
     assert {e["round"] for e in deltas if e["section"] == "rounds"} == set(
         range(1, len(rounds) + 1)
     )
+
+
+# Greedy SmolLM2 collapses into "a gentle and ... soul ... full of love" within its first
+# hundred tokens here: the collapse check fires inside the third round of 48, the section
+# is retried from the trimmed text (RETRY_TOKENS of stronger sampling, then its own), and
+# the budget of 288 tokens is spent in tokens, so both write the same document.
+LOOPING = """
+name: looping
+defaults:
+  temperature: 0
+  continuation: kv
+sections:
+  - id: rounds
+    prompt: Write a story about a cat.
+    max_tokens: 48
+    max_rounds: 6
+    hidden: true
+  - id: single
+    prompt: Write a story about a cat.
+    max_tokens: 288
+    max_rounds: 1
+    depends_on: [rounds]
+"""
+
+
+def test_kv_rounds_equal_one_long_round_when_a_check_fires(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    prepared = prepare_run(pipeline_from(LOOPING), backend, tmp_path, model="smollm2-135m")
+    manifest = asyncio.run(prepared.execute())
+    assert manifest["status"] == "completed"
+    secs = sections_by_id(manifest)
+    sections = prepared.run_dir.sections_dir
+    rounds_text = (sections / "rounds.md").read_text("utf-8")
+    single_text = (sections / "single.md").read_text("utf-8")
+    assert rounds_text == single_text
+    assert count_words(single_text) >= 150
+
+    def cuts(key: str) -> list[tuple[int, str]]:
+        rounds = secs[key]["rounds"]
+        return [
+            (i, r["repetition"]["kind"])
+            for i, r in enumerate(rounds)
+            if r["stop_reason"] == "repetition"
+        ]
+
+    assert [kind for _, kind in cuts("rounds")] == [kind for _, kind in cuts("single")]
+    assert cuts("single")[0][0] == 0 and cuts("rounds")[0][0] >= 2  # seen across kv rounds
+    for key in ("rounds", "single"):  # the round after the cut is the retry's request
+        after = secs[key]["rounds"][cuts(key)[0][0] + 1]
+        assert after["retry"] == 1 and after["strategy"] == "prefix"
+    assert secs["rounds"]["reasons"] == secs["single"]["reasons"]
+    assert secs["rounds"]["truncated"] == secs["single"]["truncated"]
+    deltas = [e for e in read_events(prepared.run_dir.events_path) if e["type"] == "delta"]
+    for key, text in (("rounds", rounds_text), ("single", single_text)):
+        assert "".join(e["text"] for e in deltas if e["section"] == key) == text
 
 
 # The long-text issue's case: with 40 rounds allowed, this ran on for 6,616 words of loop.

@@ -13,7 +13,14 @@ from pathlib import Path
 from gen.backends.base import Message
 from gen.pipeline import load_pipeline
 from gen.sampling import SamplingParams
-from tests.pipeline.fake_backend import ChatCall, FakeBackend, FakeStream, count_chars, run
+from tests.pipeline.fake_backend import (
+    ChatCall,
+    FakeBackend,
+    FakeStream,
+    Reply,
+    count_chars,
+    run,
+)
 
 RECIPE = Path(__file__).resolve().parents[3] / "pipelines" / "long-article.yaml"
 TOPIC = "The keepers of lights"
@@ -59,6 +66,14 @@ def recipe_key(messages: list[Message]) -> str:
 
 @dataclass
 class RecipeBackend(FakeBackend):
+    """Answers each of the recipe's prompts from its script; asked to write on past it (a
+    part short of its target), it writes nothing more."""
+
+    def take(self, key: str) -> Reply:
+        if self._next[key] >= len(self.scripts.get(key, [])):
+            return "", "stop"
+        return super().take(key)
+
     async def chat(
         self,
         messages: list[Message],
@@ -73,7 +88,7 @@ class RecipeBackend(FakeBackend):
 
 
 def test_the_plan_budgets_and_instructions_never_reach_the_parts(tmp_path: Path) -> None:
-    overrides = {"topic": TOPIC, "words": 1200, "defaults.max_rounds": 1}
+    overrides = {"topic": TOPIC, "words": 1200}
     pipeline = load_pipeline(RECIPE, overrides)
     backend = RecipeBackend(dict(SCRIPTS), chunk=5)
     manifest, prepared = run(pipeline, backend, tmp_path)

@@ -34,7 +34,8 @@ def short_below(least: int) -> Callable[[int], bool]:
 
 
 def done(**fields: object) -> Outcome:
-    """A round 1 that wrote 400 characters, none of them shown yet, and stopped."""
+    """A round 1 that wrote 400 characters, none of them shown yet, and stopped; `tokens`
+    the tokens it wrote, `kept` those of the text a cut kept (KV's budget: 4 x 500)."""
     base = Outcome(rounds=1, end=400, shown=0)
     return replace(base, **fields)  # type: ignore[arg-type]
 
@@ -44,46 +45,50 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
     # -- a list item refused
     (
         "item refused: sampled again, the text sent as an open assistant message",
-        START, done(cut="item", refusals=1), KV,
-        Rounds(retries=1, extra_rounds=1), Retry("prefix"),
+        START, done(cut="item", refusals=1, kept=100), KV,
+        Rounds(retries=1, spent=100), Retry("prefix"),
     ),
     (
         "item refused on a chat strategy: a chat turn",
-        START, done(cut="item", refusals=3), CHAT,
-        Rounds(retries=1, extra_rounds=1), Retry("chat"),
+        START, done(cut="item", refusals=3, kept=100), CHAT,
+        Rounds(retries=1, spent=100), Retry("chat"),
     ),
     (
         "item refused more than 2 x ITEM_RETRIES times in a row: the list ends",
-        Rounds(retries=8, extra_rounds=8), done(cut="item", refusals=9), KV,
-        Rounds(retries=8, extra_rounds=8), Stop("items"),
+        Rounds(retries=8), done(cut="item", refusals=9, kept=100), KV,
+        Rounds(retries=8, spent=100), Stop("items"),
     ),
     (
-        "item refused with the rounds used up: the stream closes and the section ends",
-        START, done(cut="item", refusals=1, rounds=2), replace(KV, max_rounds=1),
-        Rounds(retries=1, extra_rounds=1), Retry("prefix", last=True),
+        "item refused with the text kept filling the budget: the section ends",
+        START, done(cut="item", refusals=1, kept=500), replace(KV, max_rounds=1),
+        Rounds(retries=1, spent=500), Retry("prefix", last=True),
     ),
     # -- a loop
     (
-        "loop: retried from the trimmed text, its words avoided, the retry marked",
-        START, done(cut="loop", leaned=("signal",), end=120), KV,
-        Rounds(retries=1, stuck=1, retry_mark=120, extra_rounds=1, avoid=frozenset({"signal"})),
+        "loop: retried from the trimmed text, its words avoided, the retry marked, the "
+        "budget spent back to the text kept, RETRY_TOKENS of stronger sampling",
+        Rounds(spent=1500), done(cut="loop", leaned=("signal",), end=120, kept=30), KV,
+        Rounds(retries=1, stuck=1, retry_mark=120, avoid=frozenset({"signal"}), spent=30,
+               strong=RETRY_TOKENS),
         Retry("prefix"),
     ),
     (
         "loop on a chat strategy: retried as a chat turn",
-        START, done(cut="loop", end=120), CHAT,
-        Rounds(retries=1, stuck=1, retry_mark=120, extra_rounds=1), Retry("chat"),
+        START, done(cut="loop", end=120, kept=30), CHAT,
+        Rounds(retries=1, stuck=1, retry_mark=120, spent=30, strong=RETRY_TOKENS),
+        Retry("chat"),
     ),
     (
         "loop again right after each of loop_retries retries: degenerate",
-        Rounds(retries=2, stuck=2, extra_rounds=2), done(cut="loop", progress=79), KV,
-        Rounds(retries=2, stuck=2, extra_rounds=2), Stop("loops", degenerate=True),
+        Rounds(retries=2, stuck=2), done(cut="loop", progress=79), KV,
+        Rounds(retries=2, stuck=2), Stop("loops", degenerate=True),
     ),
     (
         "loop after a retry that wrote RETRY_PROGRESS_WORDS soundly: the count starts again",
-        Rounds(retries=2, stuck=2, extra_rounds=2, avoid=frozenset({"a"})),
-        done(cut="loop", progress=80, leaned=("b",), end=900), KV,
-        Rounds(retries=3, stuck=1, retry_mark=900, extra_rounds=3, avoid=frozenset({"a", "b"})),
+        Rounds(retries=2, stuck=2, avoid=frozenset({"a"})),
+        done(cut="loop", progress=80, leaned=("b",), end=900, kept=200), KV,
+        Rounds(retries=3, stuck=1, retry_mark=900, avoid=frozenset({"a", "b"}), spent=200,
+               strong=RETRY_TOKENS),
         Retry("prefix"),
     ),
     (
@@ -95,22 +100,24 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
     (
         "a row of junk: retried like a loop, the junk's first character avoided",
         START, done(cut="junk", leaned=("👩",), end=0), KV,
-        Rounds(retries=1, stuck=1, extra_rounds=1, avoid=frozenset({"👩"})), Retry("prefix"),
+        Rounds(retries=1, stuck=1, avoid=frozenset({"👩"}), strong=RETRY_TOKENS),
+        Retry("prefix"),
     ),
     (
         "another script: retried like a loop (a new seed)",
-        START, done(cut="language", end=40), CHAT,
-        Rounds(retries=1, stuck=1, retry_mark=40, extra_rounds=1), Retry("chat"),
+        START, done(cut="language", end=40, kept=10), CHAT,
+        Rounds(retries=1, stuck=1, retry_mark=40, spent=10, strong=RETRY_TOKENS),
+        Retry("chat"),
     ),
     (
         "junk again after each of loop_retries retries: degenerate, for junk",
-        Rounds(retries=2, stuck=2, extra_rounds=2), done(cut="junk"), KV,
-        Rounds(retries=2, stuck=2, extra_rounds=2), Stop("junk", degenerate=True),
+        Rounds(retries=2, stuck=2), done(cut="junk"), KV,
+        Rounds(retries=2, stuck=2), Stop("junk", degenerate=True),
     ),
     (
         "another script again after each retry: degenerate, for the language",
-        Rounds(retries=2, stuck=2, extra_rounds=2), done(cut="language"), KV,
-        Rounds(retries=2, stuck=2, extra_rounds=2), Stop("language", degenerate=True),
+        Rounds(retries=2, stuck=2), done(cut="language"), KV,
+        Rounds(retries=2, stuck=2), Stop("language", degenerate=True),
     ),
     # -- the length policy or a sibling's title
     (
@@ -121,79 +128,90 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
     # -- cut off by max_tokens
     (
         "cut off on kv: the same sequence decodes on",
-        START, done(finish="length", used=1000), KV,
-        Rounds(sound_end=400), Resume(500, 1000),
+        START, done(finish="length", tokens=500, used=1000), KV,
+        Rounds(sound_end=400, spent=500), Resume(500, 1000),
     ),
     (
         "cut off on kv with less room than max_tokens: only what the window holds",
-        START, done(finish="length", used=3800), KV,
-        Rounds(sound_end=400), Resume(200, 3800),
+        START, done(finish="length", tokens=500, used=3800), KV,
+        Rounds(sound_end=400, spent=500), Resume(200, 3800),
     ),
     (
-        "cut off on kv while retrying: RETRY_TOKENS at most with the stronger sampling",
-        Rounds(stuck=1, retries=1, extra_rounds=1),
-        done(finish="length", used=1000, progress=10), KV,
-        Rounds(stuck=1, retries=1, extra_rounds=1, sound_end=400), Resume(RETRY_TOKENS, 1000),
+        "cut off on kv with less budget than max_tokens: only what the budget holds",
+        Rounds(spent=1200), done(finish="length", tokens=500, used=1000), KV,
+        Rounds(sound_end=400, spent=1700), Resume(300, 1000),
+    ),
+    (
+        "cut off on kv while retrying: the stronger sampling's tokens left at most",
+        Rounds(stuck=1, retries=1, strong=RETRY_TOKENS, spent=100),
+        done(finish="length", tokens=50, used=1000, progress=10), KV,
+        Rounds(stuck=1, retries=1, strong=RETRY_TOKENS - 50, spent=150, sound_end=400),
+        Resume(RETRY_TOKENS - 50, 1000),
     ),
     (
         "cut off on kv with the window full: truncated",
-        START, done(finish="length", used=4000), KV,
-        Rounds(sound_end=400), Stop("window", truncated=True),
+        START, done(finish="length", tokens=500, used=4000), KV,
+        Rounds(sound_end=400, spent=500), Stop("window", truncated=True),
     ),
     (
         "cut off on prefix: the text so far goes out as an open assistant message",
-        START, done(finish="length"), PREFIX,
-        Rounds(sound_end=400), Continue("prefix"),
+        START, done(finish="length", tokens=500), PREFIX,
+        Rounds(sound_end=400, spent=500), Continue("prefix"),
     ),
     (
         "cut off on chat: a turn asking to continue",
-        START, done(finish="length"), CHAT,
-        Rounds(sound_end=400), Continue("chat"),
+        START, done(finish="length", tokens=500), CHAT,
+        Rounds(sound_end=400, spent=500), Continue("chat"),
     ),
     (
-        "cut off at max_rounds without a target: truncated",
-        START, done(finish="length", rounds=4), KV,
-        Rounds(sound_end=400), Stop("rounds", truncated=True),
+        "cut off with the budget (max_rounds x max_tokens) spent, no target: truncated",
+        Rounds(spent=1500), done(finish="length", tokens=500), KV,
+        Rounds(sound_end=400, spent=2000), Stop("rounds", truncated=True),
     ),
     (
-        "cut off at max_rounds past the target: complete",
-        START, done(finish="length", rounds=4, short=short_below(400)), TARGETED,
-        Rounds(sound_end=400), Stop("rounds", truncated=False),
+        "cut off with the budget spent past the target: complete",
+        Rounds(spent=1500), done(finish="length", tokens=500, short=short_below(400)),
+        TARGETED,
+        Rounds(sound_end=400, spent=2000), Stop("rounds", truncated=False),
     ),
     (
-        "cut off at max_rounds short of the target: truncated",
-        START, done(finish="length", rounds=4, short=short_below(401)), TARGETED,
-        Rounds(sound_end=400), Stop("rounds", truncated=True),
+        "cut off with the budget spent short of the target: truncated",
+        Rounds(spent=1500), done(finish="length", tokens=500, short=short_below(401)),
+        TARGETED,
+        Rounds(sound_end=400, spent=2000), Stop("rounds", truncated=True),
     ),
     (
-        "retries do not count against max_rounds",
-        Rounds(retries=1, stuck=1, extra_rounds=1),
-        done(finish="length", rounds=4, used=1000), KV,
-        Rounds(retries=1, stuck=1, extra_rounds=1, sound_end=400), Resume(RETRY_TOKENS, 1000),
+        "the stronger sampling's tokens spent: back to the section's own (a new request), "
+        "still stuck after fewer than RETRY_PROGRESS_WORDS",
+        Rounds(retries=1, stuck=1, strong=28, avoid=frozenset({"signal"})),
+        done(finish="length", tokens=28, progress=79), KV,
+        Rounds(retries=1, stuck=1, spent=28, sound_end=400, avoid=frozenset({"signal"})),
+        Continue("prefix"),
     ),
     (
-        "a retry that wrote RETRY_PROGRESS_WORDS soundly: back to the section's own sampling",
-        Rounds(retries=1, stuck=1, extra_rounds=1, avoid=frozenset({"signal"})),
-        done(finish="length", progress=80), KV,
-        Rounds(retries=1, extra_rounds=2, sound_end=400), Continue("prefix"),
+        "... after RETRY_PROGRESS_WORDS soundly: no longer stuck",
+        Rounds(retries=1, stuck=1, strong=28, avoid=frozenset({"signal"})),
+        done(finish="length", tokens=28, progress=80), KV,
+        Rounds(retries=1, spent=28, sound_end=400), Continue("prefix"),
     ),
     (
         "... on chat: a chat turn",
-        Rounds(retries=1, stuck=1, extra_rounds=1),
-        done(finish="length", progress=80), CHAT,
-        Rounds(retries=1, extra_rounds=2, sound_end=400), Continue("chat"),
+        Rounds(retries=1, stuck=1, strong=28),
+        done(finish="length", tokens=28, progress=80), CHAT,
+        Rounds(retries=1, spent=28, sound_end=400), Continue("chat"),
     ),
     (
-        "... with the rounds used up: the stream closes and the section ends",
-        Rounds(retries=1, stuck=1, extra_rounds=1),
-        done(finish="length", progress=80, rounds=6), KV,
-        Rounds(retries=1, extra_rounds=2, sound_end=400), Continue("prefix", last=True),
+        "... with the budget spent: the section ends",
+        Rounds(retries=1, stuck=1, strong=28, spent=1990),
+        done(finish="length", tokens=28, progress=80), KV,
+        Rounds(retries=1, stuck=1, spent=2018, sound_end=400),
+        Stop("rounds", truncated=True),
     ),
     # -- rounds that write no letter or digit
     (
         "one stalled round: counted, the sound end kept where it was",
-        Rounds(sound_end=300), done(finish="length", wrote=False, used=1000), KV,
-        Rounds(stalls=1, sound_end=300), Resume(500, 1000),
+        Rounds(sound_end=300), done(finish="length", tokens=500, wrote=False, used=1000), KV,
+        Rounds(stalls=1, sound_end=300, spent=500), Resume(500, 1000),
     ),
     (
         "STALLED_ROUNDS in a row: cut back to the sound end, degenerate, still short",
@@ -211,8 +229,8 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
     ),
     (
         "a round that writes words again: the stall count starts again",
-        Rounds(stalls=1, sound_end=300), done(finish="length", used=1000), KV,
-        Rounds(sound_end=400), Resume(500, 1000),
+        Rounds(stalls=1, sound_end=300), done(finish="length", tokens=500, used=1000), KV,
+        Rounds(sound_end=400, spent=500), Resume(500, 1000),
     ),
     (
         "a stalled round that stopped is no stall",
@@ -222,13 +240,13 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
     # -- the model stopped
     (
         "stopped: the section is done",
-        START, done(), KV,
-        Rounds(sound_end=400), Stop("finished"),
+        START, done(tokens=300), KV,
+        Rounds(sound_end=400, spent=300), Stop("finished"),
     ),
     (
         "stopped short of the target on kv: writes on past its end",
-        START, done(short=short_below(401)), TARGETED,
-        Rounds(sound_end=400, extend=True), Continue("prefix"),
+        START, done(tokens=300, short=short_below(401)), TARGETED,
+        Rounds(sound_end=400, spent=300, extend=True), Continue("prefix"),
     ),
     (
         "stopped short on prefix: writes on past its end",
@@ -241,9 +259,14 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
         Rounds(sound_end=400), Continue("more"),
     ),
     (
-        "stopped short with the rounds used up: the stream closes and the section ends",
-        START, done(short=short_below(401), rounds=4), TARGETED,
-        Rounds(sound_end=400, extend=True), Continue("prefix", last=True),
+        "stopped short with the budget spent: the stream closes and the section ends",
+        Rounds(spent=1900), done(tokens=100, short=short_below(401)), TARGETED,
+        Rounds(sound_end=400, spent=2000, extend=True), Continue("prefix", last=True),
+    ),
+    (
+        "stopped short after a request to write on that added nothing: not asked again",
+        START, done(short=short_below(401), idle=True), TARGETED,
+        Rounds(sound_end=400), Stop("finished"),
     ),
     (
         "stopped short in a shape the grammar ends (a list, a schema): done",
@@ -252,8 +275,8 @@ ROWS: list[tuple[str, Rounds, Outcome, Rules, Rounds, Decision]] = [
     ),
     (
         "an extended round is only the next one",
-        Rounds(extend=True), done(finish="length"), PREFIX,
-        Rounds(sound_end=400), Continue("prefix"),
+        Rounds(extend=True), done(finish="length", tokens=500), PREFIX,
+        Rounds(sound_end=400, spent=500), Continue("prefix"),
     ),
     (
         "ended by a remote filter: said in the record",

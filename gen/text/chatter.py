@@ -51,6 +51,7 @@ _WRITING = re.compile(
     r" (?:will|should|must|is going to|has|contains|consists of|includes|is written|"
     r"needs to|aims to)\b"
     r"|\bword count\b|\b\d[\d,]*[- ]words?\b|\bwords? (?:long|in length)\b"
+    r"|\bin this " + _SELF + r",? (?:i|we) (?:have|will|'ll|'ve|am going to|are going to)\b"
     r"|\b(?:i am|i'm) going to (?:give|write|tell|help|provide|share|continue|start|begin)\b"
     r"|\blet me (?:help|write|continue|give|provide|start|begin|share|finish)\b"
     r"|\b(?:i will|i'll|i shall) (?:now )?(?:write|continue|provide|give|help|start|begin|"

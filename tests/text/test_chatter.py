@@ -25,6 +25,7 @@ CHATTER = [
     ("Let me continue with the next part.", "writing"),
     ("(Word count: 612)", "writing"),
     ("I'll now write the conclusion.", "writing"),
+    ("In this article, I have tried to provide you with an overview.", "writing"),
     ("好的！", "assistant"),
     ("当然，以下是一篇关于茶文化的文章：", "assistant"),
     ("以下是关于丝绸之路的短文。", "assistant"),

@@ -59,8 +59,8 @@ class Draft:
     def begin(self, round_no: int, restart: bool, answer: bool = False) -> None:
         """Round `round_no` writes on from the end of the text; with `restart` it may start
         over (a chat turn, a round past where the model stopped): an opening that says the
-        text again is a loop. `answer`: a chat model's new answer (its opening may be
-        chatter again). The checks read on across rounds while the text goes on; a text cut
+        text again is a loop. `answer`: a new request's answer (its opening may be chatter
+        again). The checks read on across rounds while the text goes on; a text cut
         back (a retry) gets new ones that read it as it stands."""
         self.round_start = len(self.text)
         while self._round_starts and self._round_starts[-1][0] >= self.round_start:
@@ -210,6 +210,8 @@ class Draft:
             self.covered.append(self.text[found.start :].strip()[:COVERED_CHARS])
         self._stale = True
         self.text = self.text[: max(len(self.text[: found.keep].rstrip()), self.shown)]
+        if self.reader is not None:  # the retry writes on from the text's own, not chatter
+            self.text = self.text[: self.reader.trailing(self.text, self.shown)]
         return found  # what is still held may be cut by the retry's own loop
 
     def _refuse(self, refusal: Refusal) -> Repetition:

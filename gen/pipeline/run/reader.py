@@ -109,6 +109,8 @@ class Reader:
         self.chatter = 0
         self._opening: str | None = ""  # the opening held until it is decided; None: done
         self._dropped = False  # chatter was dropped from the opening (the space after it goes)
+        self._space = ""  # the space before the opening: it stays (a retry goes on a line)
+        self._first = True  # the opening is the section's (nothing comes before it)
         self._read = 0  # where the chatter check has read the text to
         self._said: list[int] = []  # where chatter after the text's own sentences begins
 
@@ -118,14 +120,15 @@ class Reader:
         """A round starts on `text`; `flowing`: it goes on with the same stream (the junk
         filter's line goes on too), else the filter starts again at the text's end;
         `fresh`: the text was cut back, the language check starts again on it (else the
-        one that has read it all goes on); `restart`: a new answer of a chat model, whose
-        opening may be chatter again."""
+        one that has read it all goes on); `restart`: a new request's answer, whose opening
+        may be chatter again."""
         if not flowing:
             self.junk.sync(text)
         if self.wanted is not None and (fresh or self.language is None):
             self.language = LanguageCheck(self.wanted, text, floor=shown)
         if restart or not text.strip():
-            self._opening, self._dropped = "", False
+            self._opening, self._dropped, self._space = "", False, ""
+            self._first = not text.strip()
         self._read = min(self._read, len(text))
         self._said = [at for at in self._said if at < len(text)]
 
@@ -159,6 +162,8 @@ class Reader:
         else:
             rest = held[begin:]
             if not final and len(rest) < OPENING_HELD:
+                if begin and not self._dropped:
+                    self._space = held[: len(held) - len(held.lstrip())]
                 self._opening = rest.lstrip() if begin or self._dropped else rest
                 self._dropped = self._dropped or begin > 0
                 return ""
@@ -166,7 +171,11 @@ class Reader:
                 self.chatter += 1
                 begin = len(held)
         self._opening = None
-        return held[begin:].lstrip() if begin or self._dropped else held
+        if not begin and not self._dropped:
+            return held
+        if not self._dropped:
+            self._space = held[: len(held) - len(held.lstrip())]
+        return ("" if self._first else self._space) + held[begin:].lstrip()
 
     def chatter_cut(self, text: str, shown: int, final: bool = False) -> Repetition | None:
         """Chatter inside the text: its sentences once one of the text's own follows them
@@ -196,7 +205,8 @@ class Reader:
         """Where the text ends without the chatter at its end ("I hope this helps!"), its
         last sentence read as it stands; never before `shown`. (What follows chatter that
         was not cut goes with it: the text's end has come.)"""
-        read = self._read
+        self._said = [at for at in self._said if at < len(text)]
+        read = self._read = min(self._read, len(text))
         for start, end in [*units(text, read), (-1, len(text))]:
             start = read if start < 0 else start
             said, read = text[start:end], end

@@ -368,8 +368,10 @@ class SectionRun:
         ("words", a sibling's title, or the Repetition found)."""
         round_no = len(self.rec.rounds) + 1
         draft = self.draft
-        answer = mode in ("chat", "more")
-        draft.begin(round_no, restart=answer or self.state.extend, answer=answer)
+        # every new request is a new answer, whose opening may be chatter ("Sure! Here is the
+        # rest:", "I hope you like this article."): a kv round goes on with the same one
+        restart = mode in ("chat", "more") or self.state.extend
+        draft.begin(round_no, restart=restart, answer=mode != "kv")
         dedupe = mode in ("chat", "more")
         base = draft.text
         pending = ""  # chat rounds: text held until it can no longer be a repeat of `base`

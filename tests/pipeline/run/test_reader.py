@@ -353,9 +353,10 @@ def test_a_section_that_keeps_chattering_ends_degenerate_with_its_own_text(
     tmp_path: Path,
 ) -> None:
     chatty = " As an AI, I will now write the rest of the article. " + WEEK2
-    replies: list[Reply] = [(SWIFT + chatty, "stop")] + [(chatty, "stop")] * 6
+    own = [" Week three: tests.", " Week four: a release."]
+    replies: list[Reply] = [(SWIFT + chatty, "stop")] + [(o + chatty, "stop") for o in own]
     sec, text, _, _ = run_section(tmp_path, PROMPT_EN, replies, loop_retries=2)
-    assert text == SWIFT
+    assert text == SWIFT + "".join(own)
     assert sec["degenerate"] is True and sec["reasons"] == ["chatter"]
 
 
@@ -394,3 +395,23 @@ def test_the_texts_own_sentences_are_kept(tmp_path: Path, own: str) -> None:
     prompt = PROMPT_ZH if "。" in own else PROMPT_EN
     sec, text, backend, _ = run_section(tmp_path, prompt, [(own, "stop")])
     assert text == own and sec["chatter"] == 0 and len(backend.calls) == 1
+
+
+def test_a_loop_cut_back_to_chatter_drops_the_chatter_too(tmp_path: Path) -> None:
+    """A loop cut back to "I hope this helps!": the retry writes on from the text's own."""
+    looped = f"{SWIFT} I hope this helps! {SWIFT} {WEEK2}"
+    replies: list[Reply] = [(looped, "stop"), (" " + WEEK2, "stop")]
+    sec, text, backend, _ = run_section(tmp_path, PROMPT_EN, replies)
+    assert text == SWIFT + " " + WEEK2
+    assert backend.calls[1].messages[-1]["content"] == SWIFT
+    assert cuts(sec) == ["sentence", None] and sec["chatter"] == 1
+
+
+def test_a_retrys_opening_chatter_is_dropped_not_cut_again(tmp_path: Path) -> None:
+    """A retry is a new answer: "I hope you like this plan." at its opening is dropped and
+    the text goes on, where inside the text it would be cut again."""
+    looped = f"{SWIFT} {SWIFT} {WEEK2}"
+    replies: list[Reply] = [(looped, "stop"), (" I hope you like this plan. " + WEEK2, "stop")]
+    sec, text, backend, _ = run_section(tmp_path, PROMPT_EN, replies)
+    assert text == SWIFT + " " + WEEK2 and len(backend.calls) == 2
+    assert cuts(sec) == ["sentence", None] and sec["chatter"] == 1

@@ -59,6 +59,7 @@ class SectionRecord:
     ended_by: str | None = None  # a remote server ended it: content_filter, tool_calls, ...
     junk: int = 0  # lines and runs without a letter or digit dropped from its text
     language_share: float | None = None  # its words' share in the wanted script (None: any)
+    relevance: float | None = None  # its paragraphs' mean gain from the topic (relevance.py)
     reasons: list[str] = field(default_factory=list)  # what cut it or made it fail, once each
     length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
 
@@ -83,6 +84,7 @@ class SectionRecord:
             "language_share": None
             if self.language_share is None
             else round(self.language_share, 3),
+            "relevance": self.relevance,
             "seed": self.seed,
             "rounds": [r.to_json() for r in self.rounds],
             "input_hash": self.input_hash,
@@ -119,6 +121,7 @@ class SectionRecord:
             ended_by=data.get("ended_by"),
             junk=int(data.get("junk", 0)),
             language_share=data.get("language_share"),
+            relevance=data.get("relevance"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
             length_plan=data.get("length_plan"),
         )

@@ -22,10 +22,11 @@ from gen.text.quality import (
 from gen.text.scripts import spaced_script
 
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
-# "item", for a list item refused as a repeat; "junk" and "language", the reader checks')
+# "item", for a list item refused as a repeat; "junk" and "language", the reader checks';
+# "drift", a paragraph far off topic: relevance.py)
 Kind = Literal[
     "span", "sentence", "refrain", "collapse", "word", "count", "restart", "echo", "sibling",
-    "item", "junk", "language",
+    "item", "junk", "language", "drift",
 ]  # fmt: skip
 DETAIL_CHARS = 60
 # a line or short sentence said again right after itself: LINE_PERIODS units back to back

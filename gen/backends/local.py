@@ -136,10 +136,11 @@ class LocalBackend(ChatTokens):
     async def score(
         self, contexts: list[list[Message]], text: str, limit: int | None = None
     ) -> list[list[float]] | None:
-        """The engine scores between its steps, in rows of its own (see Engine.score); the
+        """The engine scores between its steps, in rows of its own (see Engine.score); a
+        conversation that ends with the assistant's message is continued by the text. The
         text's tokens past what the context window holds after the longest context are
         left out."""
-        prompts = [self.encode(messages) for messages in contexts]
+        prompts = [self.encode(m, continue_final=m[-1]["role"] == "assistant") for m in contexts]
         room = self.engine.max_model_len - max((len(p) for p in prompts), default=0)
         ids = self.tokenizer.encode(text, add_special_tokens=False)[: min(limit or room, room)]
         if not contexts or not ids:

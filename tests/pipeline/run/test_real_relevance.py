@@ -58,6 +58,20 @@ OFF_ZH = [
 ]
 
 
+# a paragraph that goes on from the one before it without naming the topic (the model's
+# own, cut as drift when it was judged alone): judged after it, it keeps to the topic
+BEFORE = (
+    "The life of a lighthouse keeper was a life of challenges. They faced the challenges "
+    "of the sea, and beyond. They faced storms, as well as their own struggles. They "
+    "worked tirelessly, day and night."
+)
+AFTER = (
+    "Despite their strength, they were also resilient. They could withstand the most "
+    "extreme conditions, and they persevered. They kept the light burning through every "
+    "storm, and they never gave up on the sailors who depended on them."
+)
+
+
 @pytest.fixture(scope="module")
 def backend(real_model_blocks: Any) -> Iterator[LocalBackend]:
     local = LocalBackend(real_model_blocks, max_slots=2)
@@ -85,3 +99,12 @@ def test_on_topic_paragraphs_gain_and_off_topic_ones_lose(
     print(f"gains on {on_gains} off {off_gains}; {each * 1000:.0f} ms a paragraph")
     assert min(on_gains) > DRIFT_GAIN + 0.05
     assert max(off_gains) < DRIFT_GAIN
+
+
+def test_a_paragraph_is_judged_as_going_on_from_the_one_before(backend: LocalBackend) -> None:
+    pipeline = pipeline_from(EN)
+    judge = judge_for(backend, pipeline, pipeline.sections[0], {}, "latin")
+    after = asyncio.run(judge.gain(AFTER, "Intro.\n\n" + BEFORE + "\n\n"))
+    quiz = asyncio.run(judge.gain(OFF_EN[0], BEFORE + "\n\n"))
+    assert after is not None and after > DRIFT_GAIN + 0.1
+    assert quiz is not None and quiz < DRIFT_GAIN

@@ -41,12 +41,18 @@ STOCKS_ZH = (
 )
 
 
+BEFORE: list[str] = []  # the paragraphs the scorer was given as coming before
+
+
 def topic_scorer(contexts: list[list[Message]], text: str) -> list[list[float]]:
     """A text naming a topic word gains 0.3 a token from the topical context (the first),
     any other loses 0.3; the neutral context must be the neutral prompt."""
     topical, neutral = contexts
     assert neutral[-1]["content"] in NEUTRAL.values()
     assert topical[-1]["content"] != neutral[-1]["content"]
+    if topical[-1]["role"] == "assistant":  # the paragraph before, on the topical side
+        assert topical[-1]["content"].endswith("\n\n") and topical[-2]["role"] == "user"
+        BEFORE.append(topical[-1]["content"])
     n = max(len(text.split()), 1)
     gain = 0.3 if any(word in text.lower() for word in TOPIC) else -0.3
     return [[-2.0 + gain] * n, [-2.0] * n]
@@ -122,6 +128,7 @@ def test_an_off_topic_paragraph_is_cut_where_it_began_and_retried(
     assert text.startswith(ON_EN) and text.endswith(ON_EN_2)
     assert sec["reasons"] == ["drift"] and not sec["degenerate"]
     assert sec["relevance"] == pytest.approx(0.3)  # the quiz was cut: not counted
+    assert ON_EN + "\n\n" in BEFORE  # the quiz was judged as going on from it
     retry = backend.calls[1]
     assert ON_EN in "".join(m["content"] for m in retry.messages)
 

@@ -68,4 +68,13 @@ class Backend(Protocol):
         continue_final: bool = False,
     ) -> Stream: ...
 
+    async def score(
+        self, contexts: list[list[Message]], text: str, limit: int | None = None
+    ) -> list[list[float]] | None:
+        """Per conversation, the log-probability of each of text's tokens (its first
+        `limit`) as the reply to it, or as the rest of its last message where that is the
+        assistant's: the model's own judgement of a text (relevance.py reads it). None
+        where the backend cannot score."""
+        ...
+
     async def aclose(self) -> None: ...

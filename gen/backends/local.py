@@ -133,5 +133,19 @@ class LocalBackend(ChatTokens):
         self.driver.submit(stream.request_id, prompt_ids, params, stream.deliver, hold=hold)
         return stream
 
+    async def score(
+        self, contexts: list[list[Message]], text: str, limit: int | None = None
+    ) -> list[list[float]] | None:
+        """The engine scores between its steps, in rows of its own (see Engine.score); a
+        conversation that ends with the assistant's message is continued by the text. The
+        text's tokens past what the context window holds after the longest context are
+        left out."""
+        prompts = [self.encode(m, continue_final=m[-1]["role"] == "assistant") for m in contexts]
+        room = self.engine.max_model_len - max((len(p) for p in prompts), default=0)
+        ids = self.tokenizer.encode(text, add_special_tokens=False)[: min(limit or room, room)]
+        if not contexts or not ids:
+            return [[] for _ in contexts]
+        return await asyncio.to_thread(self.driver.call, lambda e: e.score(prompts, ids))
+
     async def aclose(self) -> None:
         self.driver.stop()

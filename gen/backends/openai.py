@@ -377,5 +377,13 @@ class OpenAIBackend:
         body = request_body(self.model, messages, params, continue_final)
         return OpenAIStream(self.replicas, body, self.max_retries)
 
+    async def score(
+        self, contexts: list[list[Message]], text: str, limit: int | None = None
+    ) -> list[list[float]] | None:
+        """None: a chat server gives the log-probabilities of what it writes, not of a
+        given text after given messages (only the legacy completions endpoint's `echo`
+        did, and few servers keep it)."""
+        return None
+
     async def aclose(self) -> None:
         await self.replicas.aclose()

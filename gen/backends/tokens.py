@@ -84,6 +84,11 @@ class _Plan:
     ) -> NoReturn:
         raise ModelError("a dry run generates nothing")
 
+    async def score(
+        self, contexts: list[list[Message]], text: str, limit: int | None = None
+    ) -> list[list[float]] | None:
+        return None  # a plan has no weights to score with
+
     async def aclose(self) -> None:
         return None
 

@@ -129,6 +129,24 @@ class Engine:
             return None
         return seq.release() if seq.status is Status.PARKED else seq.abort()
 
+    def score(self, contexts: list[list[int]], ids: list[int]) -> list[list[float]]:
+        """Per context, the log-probability of each of `ids` after the context and the ids
+        before it: the model's own judgement of a text. Between steps, in rows of its own
+        (the requests in flight keep their cache and their tokens); each context needs at
+        least one id, and context + ids must fit the context window."""
+        if not ids:
+            return [[] for _ in contexts]
+        for context in contexts:
+            if not context or len(context) + len(ids) > self.max_model_len:
+                raise ValueError(
+                    f"a scored text needs a context of at least one token and both within "
+                    f"the context window of {self.max_model_len}; got {len(context)} + "
+                    f"{len(ids)}"
+                )
+        rows = [context + ids for context in contexts]
+        found = self.runner.logprobs(rows, [len(c) for c in contexts])
+        return [row.tolist() for row in found]
+
     def reset(self) -> None:
         """Drop every request and free all KV memory (after a failed step)."""
         for seq in list(self.requests.values()):

@@ -25,9 +25,11 @@ class CausalLM(Protocol):
         positions: torch.Tensor,
         slots: torch.Tensor,
         cache: KVCache,
+        all_logits: bool = False,
     ) -> torch.Tensor:
         """Rows of T tokens each, (B, T) ids and positions, (B,) cache rows; logits
-        (B, vocab) after each row's last token."""
+        (B, vocab) after each row's last token, or with all_logits (B, T, vocab) after
+        each of them."""
         ...
 
     def takes_tokens(self, cache: KVCache) -> bool:
@@ -64,6 +66,7 @@ class ModelRunner:
         )
         self.slots = SlotManager(self.cache)
         self.prefixes = PrefixStore(self.cache, prefix_cache_bytes)
+        self.scratch: KVCache | None = None  # scoring's own rows (see logprobs)
 
     @property
     def free_slots(self) -> int:
@@ -213,3 +216,50 @@ class ModelRunner:
         for s in seqs:
             s.num_cached += 1
         return logits
+
+    @torch.inference_mode()
+    def logprobs(self, rows: list[list[int]], starts: list[int]) -> list[torch.Tensor]:
+        """Each row's log-probabilities of its ids from starts[i] on, each given every id
+        before it: (len(row) - start,) per row. The rows run from position 0 in a scratch
+        cache of their own, so the rows of sequences being decoded are neither read nor
+        written; one forward for all of them where the model takes ragged batches."""
+        cfg = self.model.cfg
+        if self.scratch is None or self.scratch.max_slots < len(rows):
+            self.scratch = KVCache(cfg, len(rows), self.cache.max_len, self.cache.dtype)
+        scratch = self.scratch
+        scratch.reserve(len(rows), max(len(r) for r in rows))
+        if self.model.takes_tokens(scratch):
+            ids: list[int] = []
+            positions: list[int] = []
+            slots: list[int] = []
+            last: list[int] = []
+            for slot, (row, start) in enumerate(zip(rows, starts, strict=True)):
+                last += range(len(ids) + start - 1, len(ids) + len(row) - 1)
+                ids += row
+                positions += range(len(row))
+                slots += [slot] * len(row)
+            logits = self.model.forward_tokens(
+                torch.tensor(ids),
+                torch.tensor(positions),
+                torch.tensor(slots),
+                scratch,
+                torch.tensor(last),
+            )  # (scored ids, vocab)
+            parts = logits.split([len(r) - s for r, s in zip(rows, starts, strict=True)])
+        else:
+            parts = tuple(
+                self.model(
+                    torch.tensor([row[:-1]]),  # (1, T)
+                    torch.arange(len(row) - 1)[None, :],  # (1, T)
+                    torch.tensor([0]),
+                    scratch,
+                    all_logits=True,
+                )[0, start - 1 :]  # (scored ids, vocab)
+                for row, start in zip(rows, starts, strict=True)
+            )
+        return [
+            torch.log_softmax(part.float(), dim=-1).gather(1, torch.tensor(row[start:])[:, None])[
+                :, 0
+            ]
+            for part, row, start in zip(parts, rows, starts, strict=True)
+        ]

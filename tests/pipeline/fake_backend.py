@@ -19,7 +19,7 @@ import copy
 import json
 import re
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,9 @@ class FakeBackend:
     closed: bool = False
     tails: dict[str, str] = field(default_factory=dict)  # key -> held text a close releases
     stop_on_strings: bool = False  # end a reply at the first of the request's stop strings
+    # scores a text after each conversation (Backend.score); None: the backend cannot
+    scorer: Callable[[list[list[Message]], str], list[list[float]]] | None = None
+    scored: list[str] = field(default_factory=list)  # the texts asked to score, in order
     _next: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def count_text(self, text: str) -> int:
@@ -179,6 +182,14 @@ class FakeBackend:
             flow = self.streams[call.key][self._next[call.key]]
             self._next[call.key] += 1
         return FakeStream(self, call, count_chars(messages), flow=flow, budget=params.max_tokens)
+
+    async def score(
+        self, contexts: list[list[Message]], text: str, limit: int | None = None
+    ) -> list[list[float]] | None:
+        if self.scorer is None:
+            return None
+        self.scored.append(text)
+        return self.scorer(contexts, text)
 
     async def aclose(self) -> None:
         self.closed = True

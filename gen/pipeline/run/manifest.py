@@ -61,6 +61,7 @@ class SectionRecord:
     junk: int = 0  # lines and runs without a letter or digit dropped from its text
     language_share: float | None = None  # its words' share in the wanted script (None: any)
     chatter: int = 0  # sentences about the writing dropped (opening, end) or cut (inside)
+    relevance: float | None = None  # its paragraphs' mean gain from the topic (relevance.py)
     reasons: list[str] = field(default_factory=list)  # what cut it or made it fail, once each
     length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
 
@@ -86,6 +87,7 @@ class SectionRecord:
             "language_share": None
             if self.language_share is None
             else round(self.language_share, 3),
+            "relevance": self.relevance,
             "seed": self.seed,
             "rounds": [r.to_json() for r in self.rounds],
             "input_hash": self.input_hash,
@@ -123,6 +125,7 @@ class SectionRecord:
             junk=int(data.get("junk", 0)),
             chatter=int(data.get("chatter", 0)),
             language_share=data.get("language_share"),
+            relevance=data.get("relevance"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
             length_plan=data.get("length_plan"),
         )

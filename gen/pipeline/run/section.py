@@ -47,6 +47,7 @@ from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.params import EXTEND_MIN_TOKENS, retry_bias, sampling
 from gen.pipeline.run.reader import Reader, prompt_chatter, prompt_wanted
+from gen.pipeline.run.relevance import Relevance, judge_for
 from gen.pipeline.run.repetition import READER_CUTS, Repetition
 from gen.pipeline.run.roundlog import request_entry, round_event, round_record
 from gen.pipeline.run.rounds import (
@@ -134,11 +135,13 @@ class SectionRun:
         self.requests: list[dict[str, Any]] = []  # per round what was sent: prompts/<key>.json
         self._items = item_range(ctx.pipeline, section, variables)  # a list's (min, max)
         self.hold: Hold | None = hold_for(section, self._items, ctx.backend)
+        self.judge: Relevance | None = None  # a prose section's drift check
         self.length: LengthPlan | None = None  # made with the first prompt
         if not self.shaped and section.parse != "json":  # a shape's grammar decides its lines
             wanted = prompt_wanted(ctx.pipeline, section, variables, self.settings.language)
             chatter = prompt_chatter(ctx.pipeline, section, variables)
             self.draft.reader = Reader(wanted, chatter)
+            self.judge = judge_for(ctx.backend, ctx.pipeline, section, variables, wanted)
         self.rules = Rules(  # what the loop's decisions read of the settings
             strategy=self.strategy,
             max_rounds=self.settings.max_rounds or DEFAULT_ROUNDS,  # planned in first_prompt
@@ -294,6 +297,8 @@ class SectionRun:
         self.rec.repeated_sentences = quality.repeated_share
         if draft.reader is not None:
             draft.reader.record(self.rec, draft.text)
+        if self.judge is not None:
+            self.judge.record(self.rec, draft.text)
 
     def _outcome(self, final: Delta | None, cut: str | Repetition | None) -> Outcome:
         """What the round just streamed did, for next_round."""
@@ -386,6 +391,8 @@ class SectionRun:
             if d.finish_reason is not None:
                 final = d
             cut = draft.take(piece, round_no)
+            if cut is None and self.judge is not None:
+                cut = await self.judge.check(draft, final=d.finish_reason == "stop")
             if cut is not None:
                 return (d if d.finish_reason else None), cut
         if pending:

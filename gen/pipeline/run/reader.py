@@ -17,7 +17,7 @@ from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.templates.render import render_prompt, render_system
 from gen.pipeline.templates.variables import SectionMap, SectionResult
 from gen.text.chatter import Chatter, units
-from gen.text.junk import JunkFilter, junk_line
+from gen.text.junk import JunkFilter, junk_line, syntax_line
 from gen.text.language import LanguageCheck, Script, language_share, wanted_script
 
 _END = re.compile(r"(?<!\d)[.!?…。！？][\"'”’)\]」』》）*_]*(?=\s|$)|[。！？]|\n")
@@ -155,9 +155,11 @@ class Reader:
         begin = 0
         for start, end in units(held):
             said = held[start:end]
-            if any(c.isalnum() for c in said) and self.talk.rule(said) is None:
-                break
-            self.chatter += any(c.isalnum() for c in said)
+            worded = any(c.isalnum() for c in said)
+            markdown = not worded and syntax_line(said.lstrip("\r\n"))
+            if (worded and self.talk.rule(said) is None) or markdown:
+                break  # the text's own sentence, or Markdown (a fence, a rule)
+            self.chatter += worded
             begin = end
         else:
             rest = held[begin:]

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gen.engine.detokenizer import REPLACEMENT
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.repetition import Kind, Repetition
 from gen.pipeline.spec import Pipeline, Section
@@ -167,7 +168,11 @@ class Reader:
         """What of `piece` may be kept while the text's opening is read: chatter sentences
         (and lines without a letter or digit) at the start are dropped; everything from the
         first sentence of the text's own passes, and so does all after the opening. `final`:
-        nothing more comes in this answer, what is held is decided as it stands."""
+        nothing more comes in this answer, what is held is decided as it stands. Broken
+        bytes (U+FFFD) inside a line of text are dropped here, counted as junk."""
+        if REPLACEMENT in piece:  # what the decoder wrote for bytes that are no character
+            self.junk.dropped += piece.count(REPLACEMENT)
+            piece = piece.replace(REPLACEMENT, "")
         if self._opening is None:
             return piece
         held = self._opening + piece

@@ -452,3 +452,9 @@ def test_traditional_chinese_is_not_held_to_simplifieds_common_characters(
     )
     sec, text, backend, _ = run_section(tmp_path, prompt, [(traditional, "stop")])
     assert text == traditional and len(backend.calls) == 1 and sec["reasons"] == []
+
+
+def test_broken_bytes_inside_a_line_never_reach_the_text(tmp_path: Path) -> None:
+    reply = "清晨的菜市场很热闹\ufffd，卖菜的人\ufffd\ufffd大声吆喝。Week one: Swift\ufffd basics."
+    sec, text, _, _ = run_section(tmp_path, PROMPT_ZH, [(reply, "stop")], language="any")
+    assert text == reply.replace("\ufffd", "") and sec["junk"] == 4

@@ -7,11 +7,16 @@ import pytest
 
 from gen.text.language import (
     LANGUAGE_MIN_WORDS,
+    RARE_BURST,
+    RARE_SHARE,
     LanguageCheck,
+    RareCheck,
     Script,
     Slip,
+    common_han,
     language_share,
     prompt_script,
+    simplified,
     wanted_script,
     word_script,
 )
@@ -144,3 +149,49 @@ def test_the_setting_wins_over_the_prompt() -> None:
     assert wanted_script("zh", prompt) == "cjk"
     assert wanted_script("en", "请用中文写一段关于茶的引言。") == "latin"
     assert wanted_script("any", prompt) is None
+
+
+# -- rare characters in Simplified Chinese -------------------------------------------------
+
+# the bundled model's Chinese as the quality bench read it: every character Chinese, much
+# of it outside everyday use
+GIBBERISH = (
+    "碮碧碧，碧碧！碧碧黑碧碧把一间小碳被迫中，碧碧被走运！碧碩碧碧碧和碧碧胆碧碎碧碬碧碊碧碢碼，"
+    "灯灯奇！清晨属于宫漂桏莫莫！清晨制墨，清水碗，清楚碰碶碧烨，碧烧碧碫！清晨繁荚白白的碧烬烬。"
+)
+TEA = (
+    "茶起源于中国，已有数千年的历史。人们最早把茶叶当作药材使用，后来才逐渐成为日常饮品。"
+    "唐代陆羽著《茶经》，被后人尊为茶圣。宋代流行点茶，明清以后散茶冲泡逐渐普及。"
+    "今天，中国的六大茶类包括绿茶、白茶、黄茶、青茶、红茶和黑茶，云南的普洱和杭州的龙井"
+    "各有名气，文人也爱以茗为题写诗。🍵"
+)
+
+
+def feed(check: RareCheck, text: str, size: int = 3) -> Slip | None:
+    found = None
+    for i in range(0, len(text), size):
+        found = found or check.feed(text[i : i + size])
+    return found
+
+
+def test_common_characters_of_simplified_chinese() -> None:
+    assert common_han("茶") and common_han("龙") and not common_han("碩")
+    assert not common_han("茗") and not common_han("a") and not common_han("🍵")
+    assert simplified("请写一篇大约600字的文章，介绍中国的茶文化。")
+    assert not simplified("請寫一篇大約600字的文章，介紹中國的茶文化。")  # Traditional
+    assert not simplified("Write about tea in Chinese.") and not simplified("写茶。")
+
+
+def test_ordinary_chinese_passes_the_rare_check() -> None:
+    assert feed(RareCheck(), TEA * 3) is None
+
+
+def test_gibberish_of_rare_characters_is_found_where_it_began() -> None:
+    text = TEA + "\n\n" + GIBBERISH * 2
+    found = feed(RareCheck(), text)
+    assert found is not None and found.share > RARE_SHARE and found.words >= RARE_BURST
+    assert text[found.start :].startswith("碮碧碧")
+    # the text before the check was made (base) is read, not judged; floor holds the start
+    later = RareCheck(TEA + "\n\n", floor=5)
+    found = feed(later, GIBBERISH * 2, 7)
+    assert found is not None and found.start == len(TEA) + 2

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gen.engine.detokenizer import REPLACEMENT
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.repetition import Kind, Repetition
 from gen.pipeline.spec import Pipeline, Section
@@ -18,7 +19,14 @@ from gen.pipeline.templates.render import render_prompt, render_system
 from gen.pipeline.templates.variables import SectionMap, SectionResult
 from gen.text.chatter import Chatter, units
 from gen.text.junk import JunkFilter, junk_line, syntax_line
-from gen.text.language import LanguageCheck, Script, language_share, wanted_script
+from gen.text.language import (
+    LanguageCheck,
+    RareCheck,
+    Script,
+    language_share,
+    simplified,
+    wanted_script,
+)
 
 _END = re.compile(r"(?<!\d)[.!?…。！？][\"'”’)\]」』》）*_]*(?=\s|$)|[。！？]|\n")
 _COLONS = (":", "：")
@@ -45,6 +53,11 @@ def prompt_wanted(
     if language != "auto":
         return wanted_script(language, "")
     return wanted_script(language, own_prompt(pipeline, section, variables))
+
+
+def prompt_simplified(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> bool:
+    """Is the section's prompt Simplified Chinese in its common characters?"""
+    return simplified(own_prompt(pipeline, section, variables))
 
 
 def prompt_chatter(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> Chatter:
@@ -100,8 +113,14 @@ class Reader:
     is wanted), and its chatter check; `reasons`: the checks that cut it, `chatter`: the
     chatter sentences dropped or cut."""
 
-    def __init__(self, wanted: Script | None, chatter: Chatter | None = None) -> None:
+    def __init__(
+        self, wanted: Script | None, chatter: Chatter | None = None, common: bool = False
+    ) -> None:
+        """`common`: the text is to be Simplified Chinese in its common characters (its
+        prompt is), so a run of rare ones is gibberish."""
         self.wanted = wanted
+        self.common = common and wanted == "cjk"
+        self.rare: RareCheck | None = None
         self.junk = JunkFilter()
         self.language: LanguageCheck | None = None
         self.reasons: list[str] = []
@@ -126,6 +145,7 @@ class Reader:
             self.junk.sync(text)
         if self.wanted is not None and (fresh or self.language is None):
             self.language = LanguageCheck(self.wanted, text, floor=shown)
+            self.rare = RareCheck(text, floor=shown) if self.common else None
         if restart or not text.strip():
             self._opening, self._dropped, self._space = "", False, ""
             self._first = not text.strip()
@@ -148,7 +168,11 @@ class Reader:
         """What of `piece` may be kept while the text's opening is read: chatter sentences
         (and lines without a letter or digit) at the start are dropped; everything from the
         first sentence of the text's own passes, and so does all after the opening. `final`:
-        nothing more comes in this answer, what is held is decided as it stands."""
+        nothing more comes in this answer, what is held is decided as it stands. Broken
+        bytes (U+FFFD) inside a line of text are dropped here, counted as junk."""
+        if REPLACEMENT in piece:  # what the decoder wrote for bytes that are no character
+            self.junk.dropped += piece.count(REPLACEMENT)
+            piece = piece.replace(REPLACEMENT, "")
         if self._opening is None:
             return piece
         held = self._opening + piece
@@ -237,6 +261,11 @@ class Reader:
         """The text has gone over to another script: it is cut where it did. `judge`
         False: the piece is read, not judged (a seam the pipeline added)."""
         slip = self.language.feed(piece, judge) if self.language is not None else None
+        rare = self.rare.feed(piece, judge) if self.rare is not None else None
+        if slip is None and rare is not None:
+            start = max(line_start(text, rare.start), shown)
+            detail = f"{rare.share:.0%} of the last {rare.words} Chinese characters are rare"
+            return self._cut("gibberish", start, announced(text[:start], shown), detail)
         if slip is None:
             return None
         start = max(line_start(text, slip.start), shown)

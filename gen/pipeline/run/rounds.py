@@ -30,20 +30,20 @@ STALLED_ROUNDS = 2
 # how a round was cut short: a list item refused, a loop (or an echo, or a sibling's title
 # begun early), a reader check (junk, another script), or the end the length policy or a
 # sibling's title set; or a paragraph far off topic (drift)
-Cut = Literal["item", "loop", "junk", "language", "chatter", "drift", "end"]
+Cut = Literal["item", "loop", "junk", "language", "gibberish", "chatter", "drift", "end"]
 Why = Literal[
-    "items", "loops", "junk", "language", "chatter", "drift", "end", "stalled", "rounds",
-    "window", "finished", "budget",
+    "items", "loops", "junk", "language", "gibberish", "chatter", "drift", "end", "stalled",
+    "rounds", "window", "finished", "budget",
 ]  # fmt: skip
 # a Repetition's kind as a cut (any other kind is a loop)
 CUTS: dict[str, Cut] = {
-    "item": "item", "junk": "junk", "language": "language", "chatter": "chatter",
-    "drift": "drift",
+    "item": "item", "junk": "junk", "language": "language", "gibberish": "gibberish",
+    "chatter": "chatter", "drift": "drift",
 }  # fmt: skip
 # the cuts retried like a loop, and what the section's end is called when they keep coming
 LOOPED: dict[Cut, Why] = {
-    "loop": "loops", "junk": "junk", "language": "language", "chatter": "chatter",
-    "drift": "drift",
+    "loop": "loops", "junk": "junk", "language": "language", "gibberish": "gibberish",
+    "chatter": "chatter", "drift": "drift",
 }  # fmt: skip
 
 

@@ -415,3 +415,46 @@ def test_a_retrys_opening_chatter_is_dropped_not_cut_again(tmp_path: Path) -> No
     sec, text, backend, _ = run_section(tmp_path, PROMPT_EN, replies)
     assert text == SWIFT + " " + WEEK2 and len(backend.calls) == 2
     assert cuts(sec) == ["sentence", None] and sec["chatter"] == 1
+
+
+# -- gibberish -------------------------------------------------------------------------------
+
+GIBBERISH_ZH = (
+    "碮碧碧，碧碧！碧碧黑碧碧把一间小碳被迫中，碧碧被走运！碧碩碧碧碧和碧碧胆碧碎碧碬碧碊碧碢碼。"
+    * 3
+)
+
+
+def test_rare_characters_in_simplified_chinese_are_cut_and_retried(tmp_path: Path) -> None:
+    replies: list[Reply] = [(TEA_ZH + "\n\n" + GIBBERISH_ZH, "stop"), (CARS, "stop")]
+    sec, text, backend, _ = run_section(tmp_path, PROMPT_ZH, replies)
+    assert text == TEA_ZH + CARS
+    assert cuts(sec) == ["gibberish", None] and sec["rounds"][0]["stop_reason"] == "gibberish"
+    assert sec["reasons"] == ["gibberish"] and sec["degenerate"] is False
+    assert backend.calls[1].params.seed != backend.calls[0].params.seed
+
+
+def test_a_section_that_keeps_writing_gibberish_ends_degenerate(tmp_path: Path) -> None:
+    replies: list[Reply] = [(TEA_ZH + "\n\n" + GIBBERISH_ZH, "stop")] + [
+        ("\n\n" + GIBBERISH_ZH, "stop")
+    ] * 4
+    sec, text, _, _ = run_section(tmp_path, PROMPT_ZH, replies, loop_retries=2)
+    assert text == TEA_ZH and sec["degenerate"] is True and sec["reasons"] == ["gibberish"]
+
+
+def test_traditional_chinese_is_not_held_to_simplifieds_common_characters(
+    tmp_path: Path,
+) -> None:
+    prompt = "請用中文寫一篇關於汽車製造商研究背景的說明，大約六百字。"
+    traditional = (
+        "汽車製造商的研究背景包括市場、技術和政策三個方面。電動化改變了整個行業。"
+        "電池成本在十年間下降了八成，充電網絡也在快速擴張。各國的排放法規日益嚴格。"
+    )
+    sec, text, backend, _ = run_section(tmp_path, prompt, [(traditional, "stop")])
+    assert text == traditional and len(backend.calls) == 1 and sec["reasons"] == []
+
+
+def test_broken_bytes_inside_a_line_never_reach_the_text(tmp_path: Path) -> None:
+    reply = "清晨的菜市场很热闹\ufffd，卖菜的人\ufffd\ufffd大声吆喝。Week one: Swift\ufffd basics."
+    sec, text, _, _ = run_section(tmp_path, PROMPT_ZH, [(reply, "stop")], language="any")
+    assert text == reply.replace("\ufffd", "") and sec["junk"] == 4

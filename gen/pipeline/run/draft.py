@@ -153,6 +153,8 @@ class Draft:
                 held += self.reader.flush()
             piece = held + piece
         self._flowing = None
+        if self.reader is not None:
+            piece = self.reader.unbroken(piece)
         if piece:
             self.text += piece
             if self.list is None:

@@ -164,15 +164,21 @@ class Reader:
             self.junk.sync(text)
         return self.opening(self.junk.feed(piece) + self.junk.finish(), final=True)
 
+    def unbroken(self, piece: str) -> str:
+        """The piece without broken bytes (U+FFFD, what the decoder writes for bytes that
+        are no character), each counted as junk."""
+        if REPLACEMENT in piece:
+            self.junk.dropped += piece.count(REPLACEMENT)
+            piece = piece.replace(REPLACEMENT, "")
+        return piece
+
     def opening(self, piece: str, final: bool = False) -> str:
         """What of `piece` may be kept while the text's opening is read: chatter sentences
         (and lines without a letter or digit) at the start are dropped; everything from the
         first sentence of the text's own passes, and so does all after the opening. `final`:
         nothing more comes in this answer, what is held is decided as it stands. Broken
         bytes (U+FFFD) inside a line of text are dropped here, counted as junk."""
-        if REPLACEMENT in piece:  # what the decoder wrote for bytes that are no character
-            self.junk.dropped += piece.count(REPLACEMENT)
-            piece = piece.replace(REPLACEMENT, "")
+        piece = self.unbroken(piece)
         if self._opening is None:
             return piece
         held = self._opening + piece

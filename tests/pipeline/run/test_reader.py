@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 
 from gen.errors import ConfigError
-from gen.pipeline.run.reader import line_start, sound_end
+from gen.pipeline.run.continuation import LengthPolicy
+from gen.pipeline.run.draft import Draft
+from gen.pipeline.run.events import EventLog
+from gen.pipeline.run.headings import HeadingFilter
+from gen.pipeline.run.reader import Reader, line_start, sound_end
+from gen.pipeline.run.siblings import Siblings
 from tests.pipeline.fake_backend import FakeBackend, Reply, pipeline_from, run
 
 from .test_loops import deltas_of
@@ -458,3 +463,16 @@ def test_broken_bytes_inside_a_line_never_reach_the_text(tmp_path: Path) -> None
     reply = "清晨的菜市场很热闹\ufffd，卖菜的人\ufffd\ufffd大声吆喝。Week one: Swift\ufffd basics."
     sec, text, _, _ = run_section(tmp_path, PROMPT_ZH, [(reply, "stop")], language="any")
     assert text == reply.replace("\ufffd", "") and sec["junk"] == 4
+
+
+def test_broken_bytes_in_a_held_back_tail_never_reach_the_text() -> None:
+    """Text added between requests (a stream's held-back tail) is read for broken bytes."""
+    draft = Draft(
+        EventLog("r"), "s", LengthPolicy(None, None, None), HeadingFilter("keep"), Siblings(())
+    )
+    draft.reader = Reader("cjk")
+    draft.begin(1, restart=False)
+    assert draft.take(TEA_ZH, 1) is None and draft.end_round(1) is None
+    draft.append("\ufffd" + CARS[:5])
+    draft.finish("\ufffd")
+    assert draft.text == TEA_ZH + CARS[:5] and draft.reader.junk.dropped == 2

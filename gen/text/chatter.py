@@ -20,7 +20,9 @@ _UNIT_END = re.compile(
     r"(?<!\d)[.!?…:：][\"'”’)\]」』》）*_]*(?=[ \t]*\n)|(?<!\d)[.!?…][\"'”’)\]」』》）*_]*(?=\s)"
     r"|[。！？；][”’」』》）*_]*|\n"
 )
-_MARKUP = re.compile(r"^[\s>#*_`~\-+•\d.)]*|[*_`~]+")  # markers and emphasis around a sentence
+# markers and emphasis around a sentence ("1. ", "- ", "## ", "**"; "1000 words" keeps its
+# number)
+_MARKUP = re.compile(r"^[\s>#*_`~\-+•]*(?:\d+[.)]\s+)?|[*_`~]+")
 # a quote opened in a sentence: dialogue, or a title quoted; what is in it is the story's
 _QUOTES = re.compile(r"[\"“”«»「」『』]")
 
@@ -49,7 +51,11 @@ _ASSISTANT = re.compile(
 _WRITING = re.compile(
     r"\b(?:(?:this|the|my|our) " + _SELF + r"|(?:my|our) " + _WORK + r")"
     r" (?:will|should|must|is going to|has|contains|consists of|includes|is written|"
-    r"needs to|aims to)\b"
+    r"needs to|aims to|is divided|is structured|is organi[sz]ed|ends|begins|continues)\b"
+    r"|^(?:the )?" + _SELF + r" (?:ends|begins|continues)\b"
+    r"|\bin (?:this|the) " + _SELF + r"\b"
+    r"|\b(?:each|every) (?:paragraph|section|sentence)\b"
+    r"|\bparagraphs? (?:contains?|has|have|will|should|must)\b"
     r"|\bword count\b|\b\d[\d,]*[- ]words?\b|\bwords? (?:long|in length)\b"
     r"|\bin this " + _SELF + r",? (?:i|we) (?:have|will|'ll|'ve|am going to|are going to)\b"
     r"|\b(?:i am|i'm) going to (?:give|write|tell|help|provide|share|continue|start|begin)\b"

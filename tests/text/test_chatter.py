@@ -26,6 +26,11 @@ CHATTER = [
     ("(Word count: 612)", "writing"),
     ("I'll now write the conclusion.", "writing"),
     ("In this article, I have tried to provide you with an overview.", "writing"),
+    ("1000 words.", "writing"),
+    ("Each paragraph contains 3 paragraphs.", "writing"),
+    ("Article ends.", "writing"),
+    ("The article is divided into two paragraphs, written in simple language.", "writing"),
+    ("This story is told in detail in the article, in a clear and factual style.", "writing"),
     ("好的！", "assistant"),
     ("当然，以下是一篇关于茶文化的文章：", "assistant"),
     ("以下是关于丝绸之路的短文。", "assistant"),
@@ -55,6 +60,9 @@ OWN = [
     "唐代陆羽著《茶经》，被后人尊为茶圣。",
     "这座城市有三千年的历史，共有十二座城门。",
     "He walked 300 miles along the coast.",
+    "2. Practise scales for ten minutes a day.",
+    "The story of the keepers ends with the last light automated in 1998.",
+    "The treaty's first article gave the port to the crown.",
     "She counted the words of the old letter one by one.",
 ]
 

@@ -50,8 +50,10 @@ _ASSISTANT = re.compile(
 # sentences about the text itself: its length, what it will do, the writer's next step
 _WRITING = re.compile(
     r"\b(?:(?:this|the|my|our) " + _SELF + r"|(?:my|our) " + _WORK + r")"
-    r" (?:will|should|must|is going to|has|contains|consists of|includes|is written|"
-    r"needs to|aims to|is divided|is structured|is organi[sz]ed|ends|begins|continues)\b"
+    r" (?:also )?(?:will|should|must|is going to|has|contains|consists of|includes|"
+    r"is written|needs to|aims to|is divided|is structured|is organi[sz]ed|is about|ends|"
+    r"begins|continues)\b"
+    r"|\b(?:part|parts|rest|end|beginning|section|sections) of (?:the|this|my) " + _SELF + r"\b"
     r"|^(?:the )?" + _SELF + r" (?:ends|begins|continues)\b"
     r"|\bin (?:this|the) " + _SELF + r"\b"
     r"|\b(?:each|every) (?:paragraph|section|sentence)\b"

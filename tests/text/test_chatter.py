@@ -27,6 +27,8 @@ CHATTER = [
     ("I'll now write the conclusion.", "writing"),
     ("In this article, I have tried to provide you with an overview.", "writing"),
     ("1000 words.", "writing"),
+    ("The main part of the article is about the science of light.", "writing"),
+    ("The article also contains a different part about lenses.", "writing"),
     ("Each paragraph contains 3 paragraphs.", "writing"),
     ("Article ends.", "writing"),
     ("The article is divided into two paragraphs, written in simple language.", "writing"),

@@ -44,7 +44,7 @@ _ASSISTANT = re.compile(
     r"feel free to (?:ask|reach|let)|if you (?:have|need) any (?:other |more |further )?"
     r"(?:questions|help|changes)|happy to help|glad to help|(?:i'd|i would|i'm|i am) "
     r"(?:be )?(?:happy|glad) to|as an ai\b|as a language model|as an assistant|"
-    r"i'm an ai|i am an ai|is there anything else)",
+    r"i'm an ai|i am an ai|is there anything else|(?:i'm|i am) here to help)",
     re.IGNORECASE,
 )
 # sentences about the text itself: its length, what it will do, the writer's next step
@@ -62,6 +62,8 @@ _WRITING = re.compile(
     r"|\bin this " + _SELF + r",? (?:i|we) (?:have|will|'ll|'ve|am going to|are going to)\b"
     r"|\b(?:i am|i'm) going to (?:give|write|tell|help|provide|share|continue|start|begin)\b"
     r"|\blet me (?:help|write|continue|give|provide|start|begin|share|finish)\b"
+    r"|\bin (?:my|the|this) (?:next|following|last|previous) (?:paragraph|section|part)\b"
+    r"|\b(?:i'd|i would) like to (?:delve|discuss|write|explore|share|explain|talk)\b"
     r"|\b(?:i will|i'll|i shall) (?:now )?(?:write|continue|provide|give|help|start|begin|"
     r"share|finish|expand)\b"
     r"|\b(?:the )?rest of (?:the|this|my) " + _WORK + r"\b"

@@ -15,7 +15,7 @@ from gen.engine.detokenizer import REPLACEMENT
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.repetition import Kind, Repetition
 from gen.pipeline.spec import Pipeline, Section
-from gen.pipeline.templates.render import render_prompt, render_system
+from gen.pipeline.templates.render import render_prompt
 from gen.pipeline.templates.variables import SectionMap, SectionResult
 from gen.text.chatter import Chatter, units
 from gen.text.junk import JunkFilter, junk_line, syntax_line
@@ -45,28 +45,16 @@ def own_prompt(pipeline: Pipeline, section: Section, variables: dict[str, Any]) 
     return prompt
 
 
-def prompt_wanted(
-    pipeline: Pipeline, section: Section, variables: dict[str, Any], language: str
-) -> Script | None:
-    """The script a section is to be written in: its `language:` setting's, or with auto
-    its prompt's, the earlier sections' text the prompt quotes left out."""
-    if language != "auto":
-        return wanted_script(language, "")
-    return wanted_script(language, own_prompt(pipeline, section, variables))
-
-
-def prompt_simplified(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> bool:
-    """Is the section's prompt Simplified Chinese in its common characters?"""
-    return simplified(own_prompt(pipeline, section, variables))
-
-
-def prompt_chatter(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> Chatter:
-    """The section's chatter check: its prompt and system are the instructions not to say
-    again; the values the prompt was filled with (a topic, a title, a plan's items, other
-    sections' text) are its subject, which the text may say."""
-    said = own_prompt(pipeline, section, variables)
-    said += "\n" + (render_system(pipeline, section, variables) or "")
-    return Chatter(said, _strings(variables))
+def section_reader(
+    prompt: str, system: str | None, variables: dict[str, Any], language: str
+) -> Reader:
+    """A section's reader checks, from its prompt (own_prompt) and system prompt: the script
+    wanted is the `language:` setting's, or with auto the prompt's; the prompt and system
+    are the instructions not to say again, and the values the prompt was filled with (a
+    topic, a title, a plan's items, other sections' text) its subject, which the text may
+    say; a Simplified Chinese prompt holds the text to common characters."""
+    chatter = Chatter(prompt + "\n" + (system or ""), _strings(variables))
+    return Reader(wanted_script(language, prompt), chatter, simplified(prompt))
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -46,12 +46,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gen.backends.base import Backend, Message
 from gen.pipeline.run.repetition import Repetition
-from gen.pipeline.spec import Pipeline, Section
-from gen.pipeline.templates.render import render_prompt, render_system
 from gen.text.language import Script
 from gen.text.words import count_words
 
@@ -69,19 +67,7 @@ NEUTRAL: dict[Script, str] = {
     "latin": "You are writing a document. Write a section of it in several paragraphs.",
     "cjk": "你正在写一篇文章。请写其中的一节，分几段。",
 }
-_CONTEXT = ("outline", "earlier", "previous")  # text of other sections a prompt may quote
 _BREAK = re.compile(r"\n[ \t]*\n\s*")
-
-
-def asked(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> str:
-    """What the section was asked: its prompt, the other sections' text it quotes left out,
-    cut to PROMPT_CHARS."""
-    prompt = render_prompt(pipeline, section, variables)
-    for name in _CONTEXT:
-        quoted = str(variables.get(name) or "").strip()
-        if quoted:
-            prompt = prompt.replace(quoted, "")
-    return prompt.strip()[:PROMPT_CHARS]
 
 
 def paragraphs(text: str, final: bool, begin: int = 0) -> list[tuple[int, int]]:
@@ -167,19 +153,14 @@ class Relevance:
 
 
 def judge_for(
-    backend: Backend,
-    pipeline: Pipeline,
-    section: Section,
-    variables: dict[str, Any],
-    wanted: Script | None,
+    backend: Backend, prompt: str, system: str | None, wanted: Script | None
 ) -> Relevance:
-    """A prose section's judge: the topical context is the prompt it was asked (with its
-    system prompt), the neutral one NEUTRAL in the script it is written in."""
-    system = render_system(pipeline, section, variables)
+    """A prose section's judge: the topical context is the prompt it was asked (own_prompt,
+    cut to PROMPT_CHARS) with its system prompt, the neutral one NEUTRAL in the script it
+    is written in."""
     head: list[Message] = [{"role": "system", "content": system}] if system else []
-    prompt = asked(pipeline, section, variables)
     return Relevance(
         backend,
-        [*head, {"role": "user", "content": prompt}],
+        [*head, {"role": "user", "content": prompt.strip()[:PROMPT_CHARS]}],
         [*head, {"role": "user", "content": NEUTRAL[wanted or "latin"]}],
     )

@@ -46,7 +46,7 @@ from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.params import EXTEND_MIN_TOKENS, retry_bias, sampling
-from gen.pipeline.run.reader import Reader, prompt_chatter, prompt_simplified, prompt_wanted
+from gen.pipeline.run.reader import own_prompt, section_reader
 from gen.pipeline.run.relevance import Relevance, judge_for
 from gen.pipeline.run.repetition import READER_CUTS, Repetition
 from gen.pipeline.run.roundlog import request_entry, round_event, round_record
@@ -138,11 +138,10 @@ class SectionRun:
         self.judge: Relevance | None = None  # a prose section's drift check
         self.length: LengthPlan | None = None  # made with the first prompt
         if not self.shaped and section.parse != "json":  # a shape's grammar decides its lines
-            wanted = prompt_wanted(ctx.pipeline, section, variables, self.settings.language)
-            chatter = prompt_chatter(ctx.pipeline, section, variables)
-            common = prompt_simplified(ctx.pipeline, section, variables)
-            self.draft.reader = Reader(wanted, chatter, common)
-            self.judge = judge_for(ctx.backend, ctx.pipeline, section, variables, wanted)
+            prompt = own_prompt(ctx.pipeline, section, variables)
+            reader = section_reader(prompt, self.system, variables, self.settings.language)
+            self.draft.reader = reader
+            self.judge = judge_for(ctx.backend, prompt, self.system, reader.wanted)
         self.rules = Rules(  # what the loop's decisions read of the settings
             strategy=self.strategy,
             max_rounds=self.settings.max_rounds or DEFAULT_ROUNDS,  # planned in first_prompt

@@ -12,10 +12,21 @@ from typing import Any
 import pytest
 
 from gen.backends.local import LocalBackend
-from gen.pipeline.run.relevance import DRIFT_GAIN, judge_for
+from gen.pipeline.run.reader import own_prompt
+from gen.pipeline.run.relevance import DRIFT_GAIN, Relevance, judge_for
+from gen.pipeline.spec import Pipeline
+from gen.pipeline.templates.render import render_system
 from tests.pipeline.fake_backend import pipeline_from
 
 pytestmark = pytest.mark.real_model
+
+
+def judge_of(backend: LocalBackend, pipeline: Pipeline, wanted: Any) -> Relevance:
+    """The judge of the pipeline's first section, as the section runner makes it."""
+    section = pipeline.sections[0]
+    system = render_system(pipeline, section, {})
+    return judge_for(backend, own_prompt(pipeline, section, {}), system, wanted)
+
 
 EN = """
 name: lighthouses
@@ -88,7 +99,7 @@ def test_on_topic_paragraphs_gain_and_off_topic_ones_lose(
     backend: LocalBackend, yaml: str, wanted: Any, on: list[str], off: list[str]
 ) -> None:
     pipeline = pipeline_from(yaml)
-    judge = judge_for(backend, pipeline, pipeline.sections[0], {}, wanted)
+    judge = judge_of(backend, pipeline, wanted)
 
     async def gains(texts: list[str]) -> list[float]:
         return [g for t in texts if (g := await judge.gain(t)) is not None]
@@ -103,7 +114,7 @@ def test_on_topic_paragraphs_gain_and_off_topic_ones_lose(
 
 def test_a_paragraph_is_judged_as_going_on_from_the_one_before(backend: LocalBackend) -> None:
     pipeline = pipeline_from(EN)
-    judge = judge_for(backend, pipeline, pipeline.sections[0], {}, "latin")
+    judge = judge_of(backend, pipeline, "latin")
     after = asyncio.run(judge.gain(AFTER, "Intro.\n\n" + BEFORE + "\n\n"))
     quiz = asyncio.run(judge.gain(OFF_EN[0], BEFORE + "\n\n"))
     assert after is not None and after > DRIFT_GAIN + 0.1

@@ -141,6 +141,7 @@ class FakeBackend:
     closed: bool = False
     tails: dict[str, str] = field(default_factory=dict)  # key -> held text a close releases
     stop_on_strings: bool = False  # end a reply at the first of the request's stop strings
+    keys: Callable[[list[Message]], str] = key_of  # which script a request's messages take
     # scores a text after each conversation (Backend.score); None: the backend cannot
     scorer: Callable[[list[list[Message]], str], list[list[float]]] | None = None
     scored: list[str] = field(default_factory=list)  # the texts asked to score, in order
@@ -174,7 +175,7 @@ class FakeBackend:
         hold: bool = False,
         continue_final: bool = False,
     ) -> FakeStream:
-        call = ChatCall(key_of(messages), copy.deepcopy(messages), params, hold, continue_final)
+        call = ChatCall(self.keys(messages), copy.deepcopy(messages), params, hold, continue_final)
         self.calls.append(call)
         self.log.append(("start", call.key))
         flow = None

@@ -40,6 +40,21 @@ def run_section(
     """One section with `prompt`; returns (its manifest entry, its text, the backend, the
     run folder). The document holds exactly the section's text."""
     backend = FakeBackend({"s": replies}, chunk=3)
+    sec, text, folder = run_on(tmp_path, prompt, backend, strategy, **fields)
+    return sec, text, backend, folder
+
+
+def run_on(
+    tmp_path: Path,
+    prompt: str,
+    backend: FakeBackend,
+    strategy: str = "kv",
+    shown: bool = True,
+    **fields: Any,
+) -> tuple[dict[str, Any], str, Path]:
+    """One section with `prompt` on `backend`; returns (its manifest entry, its text, the
+    run folder). With `shown` (not for a JSON section) the document holds exactly the
+    section's text."""
     yaml = (
         "name: reader\n"
         "defaults: {max_tokens: 80, max_rounds: 4, temperature: 0.7, seed: 3, "
@@ -51,9 +66,9 @@ def run_section(
     manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
     text = (prepared.run_dir.sections_dir / "s.md").read_text("utf-8")
     document = (prepared.run_dir.path / "document.md").read_text("utf-8")
-    assert document.rstrip().endswith(text.rstrip())
+    assert document.rstrip().endswith(text.rstrip()) or not shown
     assert deltas_of(prepared.run_dir.path) == text  # nothing shown that was cut
-    return manifest["sections"][0], text, backend, prepared.run_dir.path
+    return manifest["sections"][0], text, prepared.run_dir.path
 
 
 def cuts(section: dict[str, Any]) -> list[str | None]:

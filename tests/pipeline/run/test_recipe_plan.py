@@ -5,22 +5,14 @@ prompts it answers."""
 
 from __future__ import annotations
 
-import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gen.backends.base import Message
 from gen.pipeline import load_pipeline
-from gen.sampling import SamplingParams
-from tests.pipeline.fake_backend import (
-    ChatCall,
-    FakeBackend,
-    FakeStream,
-    Reply,
-    count_chars,
-    run,
-)
+from tests.pipeline.fake_backend import FakeBackend, Reply, run
 
 RECIPE = Path(__file__).resolve().parents[3] / "pipelines" / "long-article.yaml"
 TOPIC = "The keepers of lights"
@@ -69,22 +61,12 @@ class RecipeBackend(FakeBackend):
     """Answers each of the recipe's prompts from its script; asked to write on past it (a
     part short of its target), it writes nothing more."""
 
+    keys: Callable[[list[Message]], str] = recipe_key
+
     def take(self, key: str) -> Reply:
         if self._next[key] >= len(self.scripts.get(key, [])):
             return "", "stop"
         return super().take(key)
-
-    async def chat(
-        self,
-        messages: list[Message],
-        params: SamplingParams,
-        *,
-        hold: bool = False,
-        continue_final: bool = False,
-    ) -> FakeStream:
-        call = ChatCall(recipe_key(messages), copy.deepcopy(messages), params, hold, continue_final)
-        self.calls.append(call)
-        return FakeStream(self, call, count_chars(messages))
 
 
 def test_the_plan_budgets_and_instructions_never_reach_the_parts(tmp_path: Path) -> None:

@@ -12,10 +12,9 @@ import pytest
 
 from gen.backends.base import Message
 from gen.pipeline.run.relevance import MIN_WORDS, NEUTRAL, paragraphs
-from tests.pipeline.fake_backend import FakeBackend, Reply, pipeline_from, run
+from tests.pipeline.fake_backend import FakeBackend, Reply
 
-from .test_loops import deltas_of
-from .test_reader import cuts
+from .test_reader import cuts, run_on
 
 PROMPT_EN = "Write an essay about lighthouses and their keepers."
 PROMPT_ZH = "请写一篇关于中国茶文化的文章。"
@@ -58,29 +57,11 @@ def topic_scorer(contexts: list[list[Message]], text: str) -> list[list[float]]:
     return [[-2.0 + gain] * n, [-2.0] * n]
 
 
-def run_section(
-    tmp_path: Path, prompt: str, backend: FakeBackend, strategy: str = "kv", **fields: Any
-) -> tuple[dict[str, Any], str]:
-    """One section with `prompt`; returns its manifest entry and its text."""
-    yaml = (
-        "name: drift\n"
-        "defaults: {max_tokens: 80, max_rounds: 4, temperature: 0.7, seed: 3, "
-        f"continuation: {strategy}}}\n"
-        "sections:\n"
-        "  - id: s\n"
-        f'    prompt: "[s] {prompt}"\n' + "".join(f"    {k}: {v}\n" for k, v in fields.items())
-    )
-    manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
-    text = (prepared.run_dir.sections_dir / "s.md").read_text("utf-8")
-    assert deltas_of(prepared.run_dir.path) == text  # nothing shown that was cut
-    return manifest["sections"][0], text
-
-
 def drift_run(
     tmp_path: Path, prompt: str, replies: list[Reply], strategy: str = "kv"
 ) -> tuple[dict[str, Any], str, FakeBackend]:
     backend = FakeBackend({"s": replies}, chunk=3, scorer=topic_scorer)
-    sec, text = run_section(tmp_path, prompt, backend, strategy)
+    sec, text, _ = run_on(tmp_path, prompt, backend, strategy)
     return sec, text, backend
 
 
@@ -175,7 +156,7 @@ def test_short_paragraphs_are_not_judged(tmp_path: Path) -> None:
 
 def test_a_backend_that_cannot_score_leaves_relevance_null(tmp_path: Path) -> None:
     backend = FakeBackend({"s": [(ON_EN + "\n\n" + QUIZ, "stop")]}, chunk=3)
-    sec, text = run_section(tmp_path, PROMPT_EN, backend)
+    sec, text, _ = run_on(tmp_path, PROMPT_EN, backend)
     assert text == ON_EN + "\n\n" + QUIZ and cuts(sec) == [None]
     assert sec["relevance"] is None
 
@@ -183,5 +164,5 @@ def test_a_backend_that_cannot_score_leaves_relevance_null(tmp_path: Path) -> No
 def test_a_json_section_is_not_judged(tmp_path: Path) -> None:
     reply: Reply = (f'["{QUIZ}", "{ON_EN}"]', "stop")
     backend = FakeBackend({"s": [reply]}, scorer=topic_scorer)
-    sec, _ = run_section(tmp_path, PROMPT_EN, backend, parse="json")
+    sec, _, _ = run_on(tmp_path, PROMPT_EN, backend, shown=False, parse="json")
     assert sec["relevance"] is None and backend.scored == []

@@ -2,13 +2,14 @@
 
 llama.cpp's own `llama-bench` (tg256: one stream decoding 256 tokens; pp512: a 512-token
 prompt) and `llama-server` (the mixed workload, one slot per request, continuous
-batching) are built once from the llama.cpp that llama-cpp-python vendors, pinned below:
+batching) are built once, with `llama-quantize` (which requantises the bundled model into the
+K-quant files of the speed table), from the llama.cpp that llama-cpp-python vendors, pinned below:
 `python -m gen.bench.peers build` (what `make bench-peers` runs; about 10 to 20 minutes
-on 2 cores) downloads its source from PyPI and builds the two programs into
+on 2 cores) downloads its source from PyPI and builds the three programs into
 `$GEN_HOME/peers/`. The build takes the instruction sets this CPU has (AVX2, AVX-512,
 VNNI, BF16) and never AMX: a `-march=native` llama.cpp died with an illegal instruction
 on prompt batches on this project's machines. `GEN_LLAMA_CPP_BIN` names a folder with
-the two programs built elsewhere instead.
+the three programs built elsewhere instead.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from gen.bench.served import free_port, running, send_all
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the llama-cpp-python release whose vendored llama.cpp we build
-PROGRAMS = ("llama-bench", "llama-server")
+PROGRAMS = ("llama-bench", "llama-server", "llama-quantize")
 START_SECONDS = 120.0
 
 
@@ -72,14 +73,14 @@ def build_dir() -> Path:
 
 
 def find() -> Path | None:
-    """The folder holding llama-bench and llama-server, or None where not built."""
+    """The folder holding llama.cpp's programs, or None where not built."""
     given = os.environ.get("GEN_LLAMA_CPP_BIN")
     folder = Path(given) if given else build_dir() / "bin"
     return folder if all((folder / p).is_file() for p in PROGRAMS) else None
 
 
 def build(say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> Path:
-    """Download llama-cpp-python's source from PyPI and build its llama.cpp's two programs
+    """Download llama-cpp-python's source from PyPI and build its llama.cpp's programs
     for this CPU; returns the folder holding them."""
     target = build_dir()
     if (found := find()) is not None:
@@ -97,7 +98,7 @@ def build(say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
             tar.extractall(work, filter="data")
         (source,) = work.glob("llama_cpp_python-*/vendor/llama.cpp")
         options = cmake_options(cpu_flags())
-        say(f"building llama-bench and llama-server ({' '.join(options[1:])}) ...")
+        say(f"building {', '.join(PROGRAMS)} ({' '.join(options[1:])}) ...")
         build_tree = work / "build"
         subprocess.run(
             ["cmake", "-S", str(source), "-B", str(build_tree), "-DCMAKE_BUILD_TYPE=Release",

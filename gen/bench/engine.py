@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from gen.bench.constraint import constraint_cost
+from gen.bench.load import measure as measure_load
 from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
 from gen.engine.config import EngineConfig
@@ -136,11 +137,15 @@ def run_bench(
     peers: bool = False,
     prefill_tokens: int = 512,
     single_runs: int = 5,
+    quality_tokens: int = 256,
 ) -> dict[str, Any]:
     """Our engine (run as `config` says, in its dtype) against Hugging Face in float32, on
     the same weights; with `served`, the mixed batch again through a `gen serve` the bench
     starts. The sizes are the issue's; smaller ones are for the tests."""
     config = config or EngineConfig()
+    # first, with nothing else in memory or running: the load, warm, in a process of its own
+    progress("load: twice in a process of its own, the second counted (warm)")
+    loading = measure_load(model, config.dtype)
     loaded = load_model(model, config)
     engine = Engine(loaded.model, loaded.tokenizer, config, max_slots=max(16, mixed_requests))
     hf = HFBaseline(loaded, model)
@@ -151,6 +156,7 @@ def run_bench(
         "kernels": loaded.model.kernels is not None,  # gen.engine.kernels compiled and in use
         # the instruction set the matrix products run on (avx2, avx512), where in use
         "isa": loaded.model.kernels.isa() if loaded.model.kernels is not None else None,
+        "load": loading,
     }
 
     # warm both up (first calls allocate and pick kernels)
@@ -302,7 +308,7 @@ def run_bench(
         progress(f"quality: {loaded.dtype} against float32")
         del hf
         reference = load_model(model, replace(config, dtype="float32"))
-        results["quality"] = quality(loaded, reference)
+        results["quality"] = quality(loaded, reference, tokens=quality_tokens)
     return results
 
 

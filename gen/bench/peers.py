@@ -24,11 +24,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gen.bench.served import free_port, running, send_all
+from gen.bench.served import Started, free_port, running, send_all
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the llama-cpp-python release whose vendored llama.cpp we build
 PROGRAMS = ("llama-bench", "llama-server", "llama-quantize")
@@ -135,16 +136,83 @@ def llama_bench(folder: Path, gguf: Path, threads: int, tokens: int = 256) -> di
 
 
 @contextlib.contextmanager
-def llama_server(folder: Path, gguf: Path, threads: int, slots: int) -> Iterator[str]:
+def llama_server(
+    folder: Path, gguf: Path, threads: int, slots: int, positions: int = 1024
+) -> Iterator[str]:
     """llama-server on a free loopback port with one slot per request (continuous
-    batching, 1,024 positions a slot); yields its /v1 URL."""
+    batching, `positions` a slot); yields its /v1 URL."""
+    with _llama_server(folder, gguf, threads, slots, positions) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def _llama_server(
+    folder: Path, gguf: Path, threads: int, slots: int, positions: int
+) -> Iterator[tuple[str, Started]]:
     port = free_port()
     command = [str(folder / "llama-server"), "-m", str(gguf), "--host", "127.0.0.1",
                "--port", str(port), "-t", str(threads), "-np", str(slots),
-               "-c", str(1024 * slots), "--cont-batching"]  # fmt: skip
+               "-c", str(positions * slots), "--cont-batching"]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    with running(command, url, "llama-server", START_SECONDS):
-        yield f"{url}/v1"
+    with running(command, url, "llama-server", START_SECONDS) as started:
+        yield f"{url}/v1", started
+
+
+def llama_load(folder: Path, gguf: Path, threads: int, positions: int = 1024) -> dict[str, float]:
+    """How llama.cpp loads the GGUF: llama-server with one slot of `positions`, from its
+    start until it answers /health (seconds), and its resident memory then and at its peak
+    (MB, from /proc: the model and that one slot's KV cache)."""
+    start = time.perf_counter()
+    with _llama_server(folder, gguf, threads, 1, positions) as (_, started):
+        seconds = time.perf_counter() - start
+        memory = process_memory(started.process.pid)
+    return {"load_seconds": round(seconds, 2), **memory}
+
+
+def process_memory(pid: int | str = "self") -> dict[str, float]:
+    """A process's resident memory now and at its peak, MB (/proc/PID/status: VmRSS, VmHWM)."""
+    figures: dict[str, float] = {}
+    names = {"VmRSS": "rss_mb", "VmHWM": "peak_rss_mb"}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key in names:
+                figures[names[key]] = round(int(value.split()[0]) / 1024, 1)  # (kB)
+    return figures
+
+
+# the files the speed table reads beside the bundled model: llama-quantize's requantisations
+# of it (the quantisations people download, and the two plain fallbacks inside them)
+REQUANTISED = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q5_0", "Q8_0")
+
+
+def requantise(
+    source: Path,
+    kinds: tuple[str, ...] = REQUANTISED,
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+) -> list[Path]:
+    """`source` requantised by llama.cpp's llama-quantize into each of `kinds`, made once
+    into $GEN_HOME/peers/quantised/ (a file is written beside and renamed into place);
+    returns their paths. Needs the programs built."""
+    folder = find()
+    if folder is None:
+        raise RuntimeError("llama.cpp is not built: run `python -m gen.bench.peers build`")
+    out = build_dir().parent / "quantised"
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    for kind in kinds:
+        target = out / f"{source.stem}-{kind}.gguf"
+        if not target.is_file():
+            say(f"requantising {source.name} into {kind} ...")
+            partial = target.with_suffix(f".{os.getpid()}.part")
+            subprocess.run(
+                [str(folder / "llama-quantize"), "--allow-requantize", str(source),
+                 str(partial), kind],
+                check=True, capture_output=True,
+            )  # fmt: skip
+            os.replace(partial, target)
+        made.append(target)
+    return made
 
 
 def run_peers(
@@ -167,10 +235,20 @@ def run_peers(
         results, seconds = asyncio.run(send_all(url, bodies))
     figures["server_mixed_seconds"] = round(seconds, 2)
     figures["server_tokens"] = sum(tokens for _, tokens in results)
+    progress("peers: llama-server's load time and resident memory, one slot")
+    figures["load"] = llama_load(folder, gguf, threads)
     return figures
 
 
-if __name__ == "__main__":  # `python -m gen.bench.peers build`
-    if sys.argv[1:] != ["build"]:
-        sys.exit("usage: python -m gen.bench.peers build")
-    build()
+USAGE = "usage: python -m gen.bench.peers build | quantise"
+
+if __name__ == "__main__":  # `python -m gen.bench.peers build|quantise`
+    if sys.argv[1:] not in (["build"], ["quantise"]):
+        sys.exit(USAGE)
+    if sys.argv[1] == "build":
+        build()
+    else:  # the bundled model's requantisations, one path a line (make bench-peers)
+        from gen.models.store import bundled_gguf
+
+        for path in requantise(bundled_gguf()):
+            print(path)

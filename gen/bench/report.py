@@ -80,6 +80,8 @@ def engine_lines(r: dict[str, Any]) -> list[str]:
         f"d) a {f['prompt_tokens']}-token prompt: {f['tokens_per_second']} tok/s; time to "
         f"first token: {r['ttft_seconds']} s; peak RSS: {r['peak_rss_mb']} MB"
     )
+    if "load" in r:
+        lines.append(load_line(r["load"], r.get("peers", {}).get("load")))
     if "constraint" in r:
         k = r["constraint"]
         lines.append(
@@ -94,6 +96,22 @@ def engine_lines(r: dict[str, Any]) -> list[str]:
     if "quality" in r:
         lines += dtype_lines(r["quality"], r["dtype"])
     return lines
+
+
+def load_line(ours: dict[str, Any], llama: dict[str, Any] | None) -> str:
+    """The load, warm, each in a process of its own: gen's, and llama-server's where run."""
+    line = (
+        f"l) load (warm, own process): {ours['load_seconds']} s, resident {ours['rss_mb']} MB "
+        f"of which the model {ours['model_rss_mb']} MB, peak {ours['peak_rss_mb']} MB"
+    )
+    if "file_mb" in ours:
+        line += f"; the file {ours['file_mb']} MB"
+    if llama:
+        line += (
+            f"; llama-server (one slot of 1024): {llama['load_seconds']} s, resident "
+            f"{llama.get('rss_mb')} MB, peak {llama.get('peak_rss_mb')} MB"
+        )
+    return line
 
 
 def peers_line(p: dict[str, Any], s: dict[str, Any]) -> str:

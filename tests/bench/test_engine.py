@@ -53,6 +53,10 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert 70 <= c["prompt_tokens"] <= 120
     assert figures["prefill"]["prompt_tokens"] == 48 and figures["prefill"]["tokens_per_second"] > 0
     assert figures["ttft_seconds"] > 0 and figures["peak_rss_mb"] > 0
+    load = figures["load"]  # warm, in a process of its own
+    assert load["dtype"] == "float32" and load["load_seconds"] > 0
+    assert 0 < load["model_rss_mb"] < load["rss_mb"] <= load["peak_rss_mb"]
+    assert load["file_mb"] > 50  # the bundled GGUF's size beside it
     assert "quality" not in figures  # only for a dtype other than float32
     # the mixed batch again as concurrent streaming clients of a gen serve the bench started
     h = figures["served"]

@@ -32,11 +32,16 @@ def test_the_build_takes_the_cpus_instruction_sets_but_never_amx() -> None:
 
 
 def fake_programs(folder: Path, tests: list[dict[str, object]]) -> Path:
-    """Stand-ins for llama-bench (prints `tests` as its JSON) and llama-server."""
+    """Stand-ins for llama-bench (prints `tests` as its JSON), llama-server (dies) and
+    llama-quantize (writes the type asked for, then the source's bytes)."""
     folder.mkdir(parents=True)
     bench = folder / "llama-bench"
     bench.write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(tests)}\nEOF\n", encoding="utf-8")
     (folder / "llama-server").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    # llama-quantize --allow-requantize IN OUT TYPE: OUT holds TYPE and IN's bytes
+    (folder / "llama-quantize").write_text(
+        '#!/bin/sh\n{ printf "%s:" "$4"; cat "$2"; } > "$3"\n', encoding="utf-8"
+    )
     for p in folder.iterdir():
         p.chmod(p.stat().st_mode | stat.S_IEXEC)
     return folder
@@ -72,8 +77,8 @@ def test_without_llama_cpp_the_figure_says_how_to_build_it(
 
 def test_make_bench_peers_builds_through_the_modules_entry_point(tmp_path: Path) -> None:
     """`make bench-peers` runs `python -m gen.bench.peers build`: with the programs already
-    there (GEN_LLAMA_CPP_BIN) it returns at once, building nothing; anything else is refused
-    with the usage."""
+    there (GEN_LLAMA_CPP_BIN) it returns at once, building nothing; anything but build or
+    quantise is refused with the usage."""
     root = Path(__file__).resolve().parents[2]
     recipe = (root / "Makefile").read_text("utf-8").split("\nbench-peers:", 1)[1]
     assert "\t$(BIN)/python -m gen.bench.peers build\n" in recipe.split("\n\n", 1)[0]
@@ -84,7 +89,7 @@ def test_make_bench_peers_builds_through_the_modules_entry_point(tmp_path: Path)
     assert (built.returncode, built.stderr) == (0, "")
     assert not (tmp_path / "home").exists()  # nothing downloaded or built
     wrong = subprocess.run([*command, "--help"], cwd=root, env=env, capture_output=True, text=True)
-    assert (wrong.returncode, wrong.stderr) == (1, "usage: python -m gen.bench.peers build\n")
+    assert (wrong.returncode, wrong.stderr) == (1, f"{bench_peers.USAGE}\n")
 
 
 def test_a_server_that_dies_at_start_is_an_error_with_its_output(tmp_path: Path) -> None:
@@ -112,3 +117,37 @@ def test_the_single_stream_ratio_is_decoding_against_tg(monkeypatch: pytest.Monk
     loaded: Any = SimpleNamespace(name="smollm2-135m")
     figures = bench.peer_figures(loaded, "smollm2-135m", results, [16, 256], lambda _: None)
     assert (figures["single_ratio"], figures["mixed_ratio"]) == (0.95, 2.0)
+
+
+def test_requantising_makes_each_file_once_with_llama_quantize(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GEN_LLAMA_CPP_BIN", str(fake_programs(tmp_path / "bin", [])))
+    source = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    source.write_bytes(b"GGUF model")
+    said: list[str] = []
+    made = bench_peers.requantise(source, ("Q4_K_M", "Q8_0"), said.append)
+    assert [p.name for p in made] == [
+        "SmolLM2-135M-Instruct.Q4_1-Q4_K_M.gguf",
+        "SmolLM2-135M-Instruct.Q4_1-Q8_0.gguf",
+    ]
+    assert [p.read_bytes() for p in made] == [b"Q4_K_M:GGUF model", b"Q8_0:GGUF model"]
+    assert len(said) == 2 and not list(made[0].parent.glob("*.part"))
+    assert bench_peers.requantise(source, ("Q4_K_M",), said.append) == made[:1]
+    assert len(said) == 2  # made once: the second call finds the file
+
+
+def test_requantising_without_llama_cpp_says_how_to_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GEN_LLAMA_CPP_BIN", raising=False)
+    with pytest.raises(RuntimeError, match=r"gen\.bench\.peers build"):
+        bench_peers.requantise(tmp_path / "m.gguf")
+
+
+def test_a_processs_memory_is_read_from_proc() -> None:
+    ours = bench_peers.process_memory()
+    assert 0 < ours["rss_mb"] <= ours["peak_rss_mb"]
+    assert bench_peers.process_memory(2**22 + 12345) == {}  # no such process: nothing

@@ -28,6 +28,8 @@ BENCH: dict[str, Any] = {
     "batch_invariance": {"requests": 8, "identical": 8},
     "prefill": {"prompt_tokens": 512, "tokens_per_second": 800.5},
     "ttft_seconds": 0.12, "peak_rss_mb": 900.0,
+    "load": {"load_seconds": 1.5, "rss_mb": 400.0, "peak_rss_mb": 480.5, "model_rss_mb": 150.0,
+             "dtype": "gguf", "file_mb": 93.8},
 }  # fmt: skip
 SERVED = {"requests": 32, "clients": 32, "seconds": 13.0, "in_process_seconds": 12.34,
           "overhead_ratio": 1.054, "tokens": 5000, "identical": 32}  # fmt: skip
@@ -38,7 +40,8 @@ CONSTRAINT = {"new_tokens": 64, "runs": 2, "alone_tokens_per_second": 50.0,
               "tokenizer_setup_seconds": 1.5}  # fmt: skip
 PEERS = {"available": True, "folder": "/x", "tg256": 70.1, "pp512": 300.0,
          "server_mixed_seconds": 20.0, "single_ratio": 0.87, "mixed_ratio": 1.6,
-         "prefill_ratio": 2.67}  # fmt: skip
+         "prefill_ratio": 2.67,
+         "load": {"load_seconds": 0.4, "rss_mb": 180.2, "peak_rss_mb": 181.0}}  # fmt: skip
 DTYPE = {"prompts": 8, "tokens": 64, "greedy_identical": 7, "mean_agreeing_prefix": 60.6,
          "flips": [{"prompt": 3, "position": 41, "ours": " 茶", "float32": " tea 🍵",
                     "float32_logit_gap": 0.0123}],
@@ -70,6 +73,9 @@ EVERYTHING_LINES = [
     "prompt): 900",
     "b') over HTTP: 5000 tokens streamed; text equal to in-process for 32 of 32 requests",
     "d) a 512-token prompt: 800.5 tok/s; time to first token: 0.12 s; peak RSS: 900.0 MB",
+    "l) load (warm, own process): 1.5 s, resident 400.0 MB of which the model 150.0 MB, peak "
+    "480.5 MB; the file 93.8 MB; llama-server (one slot of 1024): 0.4 s, resident 180.2 MB, "
+    "peak 181.0 MB",
     "f) the schema costs -0.5 ms a token (its mask alone 0.3 ms; compiling it 12.0 ms a request, "
     "reading the tokenizer 1.5 s once); a free row alone 50.0 tok/s, beside the held row 44.0",
     "p) llama.cpp on the same GGUF: tg256 70.1 tok/s, pp512 300.0 tok/s (llama-bench); the mixed "
@@ -110,8 +116,9 @@ def test_the_engine_text_to_the_byte() -> None:
         "# smollm2-135m, dtype float32, 2 threads, PyTorch's kernels (gen's not built); "
         "HF in float32"
     )
-    assert len(plain) == 1 + 4 + 3  # no b'), f), p) or e) lines for parts not measured
-    assert plain[-1].startswith("d) a 512-token prompt")
+    assert len(plain) == 1 + 4 + 4  # no b'), f), p) or e) lines for parts not measured
+    assert plain[-2].startswith("d) a 512-token prompt")
+    assert plain[-1].endswith("peak 480.5 MB; the file 93.8 MB")  # no llama-server's load
     assert plain[2].endswith("3.05x")  # as wide as "ratio": no padding
     missing = {"available": False, "why": "not built: run `make bench-peers` once"}
     assert report.engine_lines(BENCH | {"peers": missing})[-1] == (

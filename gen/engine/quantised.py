@@ -1,14 +1,14 @@
 """Layers that run a GGUF file's own quantised blocks (`dtype gguf`).
 
-The weights stay as the file stores them, blocks of 32 with a float16 scale (Q4_0, Q8_0)
-or a scale and a minimum (Q4_1), and the compiled kernels (gen.engine.kernels `qlinear`,
-`qrows`) read them in place; activations stay float32.
+The weights stay as the file stores them, blocks of 32 with a float16 scale (Q4_0, Q5_0,
+Q8_0) or a scale and a minimum (Q4_1), and the compiled kernels (gen.engine.kernels
+`qlinear`, `qrows`) read them in place; activations stay float32.
 
 Blocks are packed at load (`qpack`), eight rows side by side, from about the bytes the
 file holds:
 - Q8_0: each weight made by gguf-py's formula and summed in the float32 kernel's order,
   so a product equals, bit for bit, the float32 product over the dequantised matrix;
-- Q4_0 and Q4_1: rows in lanes, each block's sum factored as gguf-py's formula allows
+- Q4_0, Q4_1 and Q5_0: rows in lanes, each block's sum factored as gguf-py's formula allows
   (d * sum x q + m * sum x), so a weight is never made: a third less work per weight,
   and one fixed order for every output whatever its batch. The last bits differ from the
   float32 product's (the bundled model's greedy tokens and perplexity do not: tests).
@@ -23,11 +23,11 @@ from types import ModuleType
 import torch
 from torch import nn
 
-Q4_0, Q4_1, Q8_0 = 2, 3, 8  # ggml's type numbers
+Q4_0, Q4_1, Q5_0, Q8_0 = 2, 3, 6, 8  # ggml's type numbers
 BLOCK = 32
-BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q8_0: 34}
-NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q8_0: "Q8_0"}
-PACKS = frozenset({Q4_0, Q4_1, Q8_0})  # block types the kernels pack (qpack)
+BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q5_0: 22, Q8_0: 34}
+NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q8_0: "Q8_0"}
+PACKS = frozenset(BLOCK_BYTES)  # block types the kernels pack (qpack)
 PACKED = 0x100  # the kernels' flag on a block type: the blocks are packed
 PACK_ROWS = 8
 

@@ -1,5 +1,6 @@
-"""`dtype gguf`: the kernels that read GGUF blocks in place (Q4_0, Q4_1, Q8_0) against
-dequantise-then-multiply, batch invariance, the loader on a GGUF file written here (row
+"""`dtype gguf`: the kernels that read GGUF blocks in place (every type they read)
+against dequantise-then-multiply and, packed, against their sums written out in numpy
+(tests.engine.gguf_blocks), batch invariance, the loader on a GGUF file written here (row
 permutes, a tensor type without a kernel, tied embeddings), the bundled model against its
 float32 path, and the fallback without kernels."""
 
@@ -16,7 +17,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType, GGUFWriter
+from gguf import GGUFWriter
 from gguf.quants import dequantize, quantize
 
 from gen.engine import Engine, SamplingParams, kernels
@@ -24,14 +25,30 @@ from gen.engine import packed as packed_linears
 from gen.engine.config import EngineConfig
 from gen.engine.kv_cache import KVCache
 from gen.engine.llama import LlamaModel
-from gen.engine.quantised import PACKED, Q4_0, Q4_1, Q8_0, QuantEmbedding, QuantLinear
+from gen.engine.quantised import (
+    NAMES,
+    PACKED,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q8_0,
+    QuantEmbedding,
+    QuantLinear,
+)
 from gen.errors import ModelError
 from gen.models.gguf_weights import load_gguf_model, unpermute
+from tests.engine.gguf_blocks import (
+    TYPES,
+    block_weights,
+    dense,
+    make_blocks,
+    packed_reference,
+    packed_weights,
+)
 from tests.fakes import ByteTokenizer, tiny_config
 
-TYPES = {Q4_0: GGMLQuantizationType.Q4_0, Q4_1: GGMLQuantizationType.Q4_1,
-         Q8_0: GGMLQuantizationType.Q8_0}  # fmt: skip
 tok = ByteTokenizer()
+KINDS = [Q4_0, Q4_1, Q5_0, Q8_0]
 
 
 @pytest.fixture(scope="module")
@@ -43,27 +60,34 @@ def k() -> ModuleType:
     return loaded
 
 
-def blocks_of(w: np.ndarray, kind: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """w quantised to `kind`: its blocks, and the float32 matrix they stand for (gguf-py)."""
-    raw = quantize(w, TYPES[kind])
-    return torch.from_numpy(raw), torch.from_numpy(dequantize(raw, TYPES[kind]).astype(np.float32))
+def blocks_of(kind: int, rows: int, K: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Blocks of `kind` (gguf_blocks.make_blocks) and the float32 matrix they stand for."""
+    raw = make_blocks(kind, rows, K, np.random.default_rng(seed))
+    return torch.from_numpy(raw), torch.from_numpy(dense(raw, kind))
 
 
-@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
-@pytest.mark.parametrize(("K", "N"), [(32, 5), (576, 200), (1536, 49)])
+def shapes(kind: int) -> list[tuple[int, int]]:
+    """(K, N): one block and a few rows, more blocks than the prefetch distance, and K a
+    multiple of 64 with N a multiple of 8 but not of 16 (a group left over at AVX-512)."""
+    return [(block_weights(kind), 5), (768, 200), (1536, 49)]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=NAMES.get)
+@pytest.mark.parametrize("shape", [0, 1, 2])
 @pytest.mark.parametrize("bias", [False, True])
 def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
-    k: ModuleType, kind: int, K: int, N: int, bias: bool
+    k: ModuleType, kind: int, shape: int, bias: bool
 ) -> None:
-    rng = np.random.default_rng(K + N + kind)
-    blocks, dense = blocks_of(rng.standard_normal((N, K), dtype=np.float32), kind)
+    K, N = shapes(kind)[shape]
+    blocks, dense_w = blocks_of(kind, N, K, K + N + kind)
     b = torch.randn(N) if bias else None
     x = torch.randn(70, K)
     full = k.qlinear(x, blocks, kind, b)
     # the same sums in the same order as the float32 kernel: bit for bit
-    assert torch.equal(full, k.linear(x, dense, b))
-    want = x.double() @ dense.double().T + (b.double() if b is not None else 0)
-    torch.testing.assert_close(full.double(), want, rtol=1e-5, atol=1e-5 * K**0.5)
+    assert torch.equal(full, k.linear(x, dense_w, b))
+    want = x.double() @ dense_w.double().T + (b.double() if b is not None else 0)
+    scale = dense_w.abs().max().item()
+    torch.testing.assert_close(full.double(), want, rtol=1e-5, atol=1e-5 * K**0.5 * scale)
     # batch invariance: a row's bits do not depend on its batch (registers up to 4 rows,
     # a float32 slab beyond)
     for m in (1, 2, 3, 4, 5, 17, 70):
@@ -71,77 +95,45 @@ def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
         assert torch.equal(k.qlinear(x[70 - m :], blocks, kind, b), full[70 - m :])
 
 
-PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q8_0: 272}  # a packed block of eight rows
+# a packed block of eight rows: 32 weights each (the K-quants: 256)
+PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q8_0: 272}
 
 
-def f32(v: np.ndarray) -> np.ndarray:
-    return v.astype(np.float32)
+@pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != Q8_0], ids=NAMES.get)
+def test_the_packed_form_holds_gguf_pys_weights(kind: int) -> None:
+    """gguf_blocks.packed_form, which the packed reference sums, reads the blocks' bytes
+    into gguf-py's own weights (each weight a q + b, rounded once)."""
+    raw = make_blocks(kind, 16, 2 * block_weights(kind), np.random.default_rng(kind))
+    assert np.array_equal(packed_weights(raw, kind), dense(raw, kind))
 
 
-def factored_reference(
-    x: np.ndarray, raw: np.ndarray, kind: int, bias: np.ndarray | None
-) -> np.ndarray:
-    """x @ W^T (+ bias) for Q4 blocks `raw`, in the packed kernel's order, written out in
-    numpy: per block lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31,
-    each a chain of fused multiply-adds from 0, then acc = fma(d, lo + hi, acc) and
-    acc = fma(m, the block's sum of x, acc) (Q4_0: m = -8 d), then + bias. A fused
-    multiply-add is emulated in float64 (exact products of a float32 and a quant or a
-    float16 scale), rounded once to float32."""
-    n, k = raw.shape[0], x.shape[1]
-    blocks = raw.reshape(n, k // 32, -1)
-    d = blocks[:, :, :2].copy().view(np.float16)[..., 0].astype(np.float64)
-    if kind == Q4_1:
-        m = blocks[:, :, 2:4].copy().view(np.float16)[..., 0].astype(np.float64)
-        qs = blocks[:, :, 4:]
-    else:
-        m, qs = -8 * d, blocks[:, :, 2:]
-    q = np.concatenate([qs & 0x0F, qs >> 4], axis=2).astype(np.float64)  # (n, blocks, 32)
-    x64 = x.astype(np.float64)
-    acc = np.zeros((x.shape[0], n), dtype=np.float32)
-    for b in range(k // 32):
-        xb = x[:, 32 * b : 32 * b + 32]
-        lanes = f32(f32(xb[:, 0:8] + xb[:, 8:16]) + f32(xb[:, 16:24] + xb[:, 24:32]))
-        t = f32(lanes[:, :4] + lanes[:, 4:])  # fold(): (t0 + t2) + (t1 + t3)
-        sx = f32(f32(t[:, 0] + t[:, 2]) + f32(t[:, 1] + t[:, 3])).astype(np.float64)
-        halves = []
-        for start in (0, 16):
-            chain = np.zeros_like(acc)
-            for j in range(start, start + 16):
-                chain = f32(x64[:, 32 * b + j, None] * q[None, :, b, j] + chain)
-            halves.append(chain)
-        both = f32(halves[0] + halves[1]).astype(np.float64)
-        acc = f32(d[None, :, b] * both + acc)
-        acc = f32(m[None, :, b] * sx[:, None] + acc)
-    return acc if bias is None else f32(acc + bias)
-
-
-@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
-@pytest.mark.parametrize(("K", "N"), [(32, 8), (576, 200), (1536, 48)])
+@pytest.mark.parametrize("kind", KINDS, ids=NAMES.get)
+@pytest.mark.parametrize("shape", [0, 1, 2])
 def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
-    k: ModuleType, isa: str, kind: int, K: int, N: int
+    k: ModuleType, isa: str, kind: int, shape: int
 ) -> None:
-    """Q8_0 packed: the same bits as the float32 kernel over the dequantised matrix. Q4
-    packed: the factored sums, bit for bit as factored_reference writes them out, and
-    within float32 rounding of the exact product; on AVX2 and, where the CPU has it,
-    AVX-512 (two groups a register, the odd group left over at AVX2: N = 200 and 8)."""
-    rng = np.random.default_rng(K + N + kind)
-    raw = quantize(rng.standard_normal((N, K), dtype=np.float32), TYPES[kind])
-    blocks, dense = (
-        torch.from_numpy(raw),
-        torch.from_numpy(dequantize(raw, TYPES[kind]).astype(np.float32)),
-    )
+    """Q8_0 packed: the same bits as the float32 kernel over the dequantised matrix. The
+    factored types packed: the sums, bit for bit as gguf_blocks.packed_reference writes
+    them out, and within float32 rounding of the exact product; on AVX2 and, where the
+    CPU has it, AVX-512 (two groups a register, the odd group left over at AVX2: N = 200
+    and 8)."""
+    K, N = shapes(kind)[shape]
+    N = N // 8 * 8 or 8
+    blocks, dense_w = blocks_of(kind, N, K, K + N + kind)
     packed = k.qpack(blocks, kind, K)
-    assert packed.shape == (N // 8, K // 32 * PACKED_BYTES[kind])
+    assert packed.shape == (N // 8, K // block_weights(kind) * PACKED_BYTES[kind])
     x = torch.randn(70, K) * torch.rand(70, 1) * 4  # rows of different scales
+    scale = dense_w.abs().max().item()
     for b in (None, torch.randn(N)):
         full = k.qlinear(x, packed, kind | PACKED, b)
         if kind == Q8_0:
-            assert torch.equal(full, k.linear(x, dense, b))
+            assert torch.equal(full, k.linear(x, dense_w, b))
         else:
-            want = factored_reference(x.numpy(), raw, kind, None if b is None else b.numpy())
+            raw = blocks.numpy()
+            want = packed_reference(x.numpy(), raw, kind, None if b is None else b.numpy())
             assert np.array_equal(full.numpy(), want)
-        exact = x.double() @ dense.double().T + (b.double() if b is not None else 0)
-        torch.testing.assert_close(full.double(), exact, rtol=1e-5, atol=2e-6 * K)
+        exact = x.double() @ dense_w.double().T + (b.double() if b is not None else 0)
+        torch.testing.assert_close(full.double(), exact, rtol=1e-5, atol=2e-6 * K * scale)
         # decoding rows (1 to 8), six- and eight-row tiles and their rest, a slab beyond
         # eight for Q8_0: a row's bits never depend on its batch
         for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17):
@@ -150,32 +142,33 @@ def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
 
 
 def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
-    rng = np.random.default_rng(5)
-    cases = ((Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False))
+    cases = [(Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False)]
+    cases += [(Q5_0, 8, True), (Q5_0, 12, False)]
     for kind, rows, packs in cases:
-        raw = quantize(rng.standard_normal((rows, 64), dtype=np.float32), TYPES[kind])
-        blocks, dense = torch.from_numpy(raw), torch.from_numpy(dequantize(raw, TYPES[kind]))
-        layer = QuantLinear(blocks, kind, 64, k)
+        K = 2 * block_weights(kind)
+        blocks, dense_w = blocks_of(kind, rows, K, rows + kind)
+        layer = QuantLinear(blocks, kind, K, k)
         assert layer.packed is packs, (kind, rows)
         weight, flagged, _ = layer.product()
         assert flagged == kind | (PACKED if packs else 0)
         assert weight.shape == (
             (rows // 8, 2 * PACKED_BYTES[kind]) if packs else tuple(blocks.shape)
         )
-        x = torch.randn(3, 2, 64)
+        x = torch.randn(3, 2, K)
         if packs and kind != Q8_0:
-            want = torch.from_numpy(factored_reference(x.reshape(6, 64).numpy(), raw, kind, None))
+            raw = blocks.numpy()
+            want = torch.from_numpy(packed_reference(x.reshape(6, K).numpy(), raw, kind, None))
         else:  # Q8_0 packed, and any blocks in place: the float32 kernel's bits
-            want = k.linear(x.reshape(6, 64), dense.float(), None)
+            want = k.linear(x.reshape(6, K), dense_w, None)
         assert torch.equal(layer(x), want.view(3, 2, rows))
 
 
 def test_bad_packing_is_refused(k: ModuleType) -> None:
-    blocks, _ = blocks_of(np.ones((12, 64), dtype=np.float32), Q4_1)
+    blocks, _ = blocks_of(Q4_1, 12, 64, 0)
     with pytest.raises(RuntimeError, match="rows in eights, got 12"):
         k.qpack(blocks, Q4_1, 64)
-    with pytest.raises(RuntimeError, match="unsupported block type 12"):
-        k.qpack(blocks[:8], 12, 64)  # Q4_K
+    with pytest.raises(RuntimeError, match="unsupported block type 10"):
+        k.qpack(blocks[:8], 10, 64)  # Q2_K
     packed = k.qpack(blocks[:8], Q4_1, 64)
     with pytest.raises(RuntimeError, match="rows of 96"):
         k.qlinear(torch.randn(1, 96), packed, Q4_1 | PACKED, None)
@@ -183,28 +176,28 @@ def test_bad_packing_is_refused(k: ModuleType) -> None:
         k.qlinear(torch.randn(1, 64), packed, Q4_0 | PACKED, None)
     with pytest.raises(RuntimeError, match="rows of 64"):  # Q8_0's packed blocks are wider
         k.qlinear(torch.randn(1, 64), packed, Q8_0 | PACKED, None)
-    with pytest.raises(RuntimeError, match="unsupported packed block type 12"):
-        k.qlinear(torch.randn(1, 64), packed, 12 | PACKED, None)
+    with pytest.raises(RuntimeError, match="unsupported packed block type 10"):
+        k.qlinear(torch.randn(1, 64), packed, 10 | PACKED, None)
 
 
-@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
+@pytest.mark.parametrize("kind", KINDS, ids=NAMES.get)
 def test_qrows_are_the_dequantised_rows(k: ModuleType, kind: int) -> None:
-    rng = np.random.default_rng(kind)
-    blocks, dense = blocks_of(rng.standard_normal((300, 64), dtype=np.float32), kind)
+    K = 2 * block_weights(kind)
+    blocks, dense_w = blocks_of(kind, 300, K, kind)
     ids = torch.tensor([0, 299, 7, 7, 150])
-    assert torch.equal(k.qrows(blocks, kind, 64, ids), dense[ids])
+    assert torch.equal(k.qrows(blocks, kind, K, ids), dense_w[ids])
     with pytest.raises(RuntimeError, match="out of range"):
-        k.qrows(blocks, kind, 64, torch.tensor([300]))
+        k.qrows(blocks, kind, K, torch.tensor([300]))
 
 
 def test_bad_blocks_are_refused(k: ModuleType) -> None:
-    blocks, _ = blocks_of(np.ones((4, 64), dtype=np.float32), Q8_0)
+    blocks, _ = blocks_of(Q8_0, 4, 64, 0)
     with pytest.raises(RuntimeError, match="rows of 96"):
         k.qlinear(torch.randn(1, 96), blocks, Q8_0, None)
     with pytest.raises(RuntimeError, match="unsupported block type"):
-        k.qlinear(torch.randn(1, 64), blocks, 12, None)  # Q4_K: no kernel
+        k.qlinear(torch.randn(1, 64), blocks, 10, None)  # Q2_K: no kernel
     with pytest.raises(ValueError, match="no kernel"):
-        QuantLinear(blocks, 12, 64, k)
+        QuantLinear(blocks, 10, 64, k)
 
 
 def test_unpermute_undoes_llama_cpps_permute() -> None:
@@ -223,8 +216,8 @@ LAYOUT = {  # our parameter -> the GGUF tensor and its type in the file written 
     "k_proj": ("attn_k", Q4_1),
     "v_proj": ("attn_v", Q4_1),
     "o_proj": ("attn_output", Q4_0),
-    "gate_proj": ("ffn_gate", Q4_1),
-    "up_proj": ("ffn_up", Q4_1),
+    "gate_proj": ("ffn_gate", Q5_0),
+    "up_proj": ("ffn_up", Q5_0),
     "down_proj": ("ffn_down", None),  # float16: no kernel, dequantised at load
 }
 
@@ -273,8 +266,8 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
         half = cfg.intermediate_size
         state[f"layers.{i}.mlp.gate_up_proj.weight"] = torch.from_numpy(
             np.concatenate([
-                put(f"blk.{i}.ffn_gate.weight", gate_up[:half], Q4_1),
-                put(f"blk.{i}.ffn_up.weight", gate_up[half:], Q4_1),
+                put(f"blk.{i}.ffn_gate.weight", gate_up[:half], Q5_0),
+                put(f"blk.{i}.ffn_up.weight", gate_up[half:], Q5_0),
             ])
         )  # fmt: skip
         state[f"layers.{i}.mlp.down_proj.weight"] = torch.from_numpy(
@@ -312,6 +305,7 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     attn, mlp = model.layers[0].self_attn, model.layers[0].mlp
     assert isinstance(attn.qkv_proj, QuantLinear) and attn.qkv_proj.kind == Q4_1
     assert isinstance(attn.o_proj, QuantLinear) and attn.o_proj.kind == Q4_0
+    assert isinstance(mlp.gate_up_proj, QuantLinear) and mlp.gate_up_proj.kind == Q5_0
     assert not isinstance(mlp.down_proj, QuantLinear)  # float16 in the file: float32 here
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks

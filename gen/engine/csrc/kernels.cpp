@@ -159,15 +159,36 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // registers, by exactly the formulas of gguf-py's dequantize (d * q, or d * q + m, each
 // operation rounded once), and those weights go through the same accumulation as
 // dot_block above. So a quantised product equals, bit for bit, the float32 product over
-// the dequantised matrix, while reading a sixth (Q4) or a quarter (Q8_0) of the bytes.
+// the dequantised matrix, while reading a sixth (Q4) to a quarter (Q8_0) of the bytes.
 // These serve blocks as the file has them: embedding lookups, and matrices whose row
 // count is not a multiple of 8 (the rest are packed at load: below).
 
-enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8 };  // ggml's type numbers
+enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8 };  // ggml's type numbers
 
 constexpr int64_t kBlock = 32;
 
-constexpr int64_t block_bytes(int t) { return t == kQ4_0 ? 18 : (t == kQ4_1 ? 20 : 34); }
+// the bytes of a block; 0: not a type the kernels read
+constexpr int64_t block_bytes(int64_t t) {
+  switch (t) {
+    case kQ4_0: return 18;
+    case kQ4_1: return 20;
+    case kQ5_0: return 22;
+    case kQ8_0: return 34;
+    default: return 0;
+  }
+}
+
+// f(std::integral_constant<int, T>()) for block type t, one the kernels read
+template <class F>
+inline void with_type(int64_t t, F&& f) {
+  switch (t) {
+    case kQ4_0: return f(std::integral_constant<int, kQ4_0>());
+    case kQ4_1: return f(std::integral_constant<int, kQ4_1>());
+    case kQ5_0: return f(std::integral_constant<int, kQ5_0>());
+    case kQ8_0: return f(std::integral_constant<int, kQ8_0>());
+    default: TORCH_CHECK(false, "unsupported block type ", t);
+  }
+}
 
 inline float half(const uint8_t* p) {
   uint16_t h;
@@ -175,20 +196,33 @@ inline float half(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
+// the eight bytes at p as int32 lanes (zero-extended)
+inline __m256i bytes8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
 // 8 weights of a block as float32: group g (0..3) of the 32, by gguf-py's formulas. The
-// bytes are zero- or sign-extended straight from memory; a Q4 weight j < 16 is the low
-// nibble of byte j, weight 16 + j its high nibble. d * q is exact in float32 (11 bits
-// times at most 8), so d * q + m rounds once either way: one fused multiply-add gives
-// the result of gguf-py's two operations.
+// bytes are zero- or sign-extended straight from memory; a Q4 or Q5 weight j < 16 has
+// its low four bits in the low nibble of byte j, weight 16 + j in its high nibble, and a
+// Q5 weight j its fifth bit in bit j of the block's 32-bit qh. d * q is exact in
+// float32 (11 bits times at most 8), so d * q + m rounds once either way: one fused
+// multiply-add gives the result of gguf-py's two operations.
 template <int T>
 inline __m256 dequant8(const uint8_t* b, int g, __m256 d, __m256 m) {
   if constexpr (T == kQ8_0) {
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * g));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
   } else {
-    const uint8_t* qs = b + (T == kQ4_1 ? 4 : 2) + 8 * (g & 1);
-    const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs)));
+    constexpr int64_t at = T == kQ4_0 ? 2 : (T == kQ4_1 ? 4 : 6);  // the nibbles
+    const __m256i bytes = bytes8(b + at + 8 * (g & 1));
     __m256i v = g < 2 ? _mm256_and_si256(bytes, _mm256_set1_epi32(0x0F)) : _mm256_srli_epi32(bytes, 4);
+    if constexpr (T == kQ5_0) {
+      uint32_t qh;
+      std::memcpy(&qh, b + 2, 4);
+      const __m256i bit = _mm256_add_epi32(_mm256_set1_epi32(8 * g), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const __m256i fifth = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(qh)), bit), _mm256_set1_epi32(1));
+      v = _mm256_sub_epi32(_mm256_or_si256(v, _mm256_slli_epi32(fifth, 4)), _mm256_set1_epi32(16));
+    }
     if constexpr (T == kQ4_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(8));
     if constexpr (T == kQ4_1) return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), m);
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
@@ -291,15 +325,17 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 // from memory half again as fast). The weights are made by dequant8's formula and summed
 // in dot_block's order: the same bits as the float32 kernel over the dequantised matrix.
 //
-// Q4_0 and Q4_1: rows in lanes. The eight float16 scales, (Q4_1) the eight minimums, then
-// sixteen times eight bytes: byte r of the kk-th eight is row r's byte kk of the block,
-// GGUF's own byte (weight kk in its low nibble, weight 16 + kk in its high one). One
-// widening load and two conversions give weights kk and 16 + kk of all eight rows, and
-// each meets one element of x, broadcast. A block's sum is factored as gguf-py's formula
-// allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k + m sum_k x_k (Q4_0: m = -8 d), so the
-// quants are used as the small integers they are and no weight is ever made: per eight
-// weights one conversion and one fused multiply-add, not one and two, and no horizontal
-// sums. Every output is summed in one order, whatever its batch (fdot_block):
+// Q4_0, Q4_1 and Q5_0: rows in lanes. The eight float16 scales, (Q4_1) the eight
+// minimums, (Q5_0) the eight rows' 32-bit qh (bit i: weight i's fifth bit), then sixteen
+// times eight bytes: byte r of the kk-th eight is row r's byte kk of the block, GGUF's
+// own byte (weight kk's low four bits in its low nibble, weight 16 + kk's in its high
+// one). One widening load and two conversions (Q5_0: and the fifth bits shifted in)
+// give weights kk and 16 + kk of all eight rows, and each meets one element of x,
+// broadcast. A block's sum is factored as gguf-py's formula allows, sum_k x_k (d q_k + m)
+// = d sum_k x_k q_k + m sum_k x_k (Q4_0: m = -8 d, Q5_0: m = -16 d), so the quants are
+// used as the small integers they are and no weight is ever made: per eight weights one
+// conversion and one fused multiply-add, not one and two, and no horizontal sums. Every
+// output is summed in one order, whatever its batch (fdot_block):
 //   lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31, each a chain of
 //   fused multiply-adds from 0; then acc = fma(d, lo + hi, acc), acc = fma(m, sx, acc),
 //   block after block from acc = 0 (sx: the block's sum of x, block_sums); then + bias.
@@ -312,20 +348,24 @@ constexpr int64_t kPackRows = 8;
 // layers' products 5.2 ms with 4 ahead, 3.97 with 16, 3.41 with 32; Q8_0 the same from 16)
 constexpr int64_t kPrefetchQ4 = 32, kPrefetchQ8 = 16;
 
-// one block of 8 rows: scales (and, for Q4_1, minimums), then quants
+// one packed block of 8 rows: the scales (and minimums), the high bits, then the quants
 template <int T>
-constexpr int64_t pack_scales() { return T == kQ4_1 ? 2 * 2 * kPackRows : 2 * kPackRows; }
+constexpr int64_t pack_head() { return T == kQ4_1 ? 2 * 2 * kPackRows : 2 * kPackRows; }
+template <int T>
+constexpr int64_t pack_high() { return T == kQ5_0 ? 4 * kPackRows : 0; }
 template <int T>
 constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }  // per row
 template <int T>
-constexpr int64_t pack_bytes() { return pack_scales<T>() + pack_quants<T>() * kPackRows; }
-inline int64_t pack_bytes(int t) {
-  return t == kQ8_0 ? pack_bytes<kQ8_0>() : (t == kQ4_1 ? pack_bytes<kQ4_1>() : pack_bytes<kQ4_0>());
+constexpr int64_t pack_bytes() { return pack_head<T>() + pack_high<T>() + pack_quants<T>() * kPackRows; }
+inline int64_t pack_bytes(int64_t t) {
+  int64_t bytes = 0;
+  with_type(t, [&](auto type) { bytes = pack_bytes<decltype(type)::value>(); });
+  return bytes;
 }
 
 // group g (0..3) of row j's Q8_0 block as float32 weights, by dequant8's formula
 inline __m256 unpack8(const uint8_t* p, int j, int g, __m256 d) {
-  const uint8_t* q = p + pack_scales<kQ8_0>() + pack_quants<kQ8_0>() * j + 8 * g;
+  const uint8_t* q = p + pack_head<kQ8_0>() + pack_quants<kQ8_0>() * j + 8 * g;
   return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)))), d);
 }
 
@@ -414,7 +454,36 @@ void block_sums(const float* x, int64_t M, int64_t K, float* sx) {
   }
 }
 
-// MB rows of x (sx: their block sums) against GB packed Q4 groups, the first at w: each
+// bit `from` of each lane moved to bit `to`
+inline __m256i move_bits(__m256i v, int from, int to) {
+  return from >= to ? _mm256_srli_epi32(v, from - to) : _mm256_slli_epi32(v, to - from);
+}
+
+// weights kk and 16 + kk of a packed block's eight rows (p: the block) as float32
+// lanes: their quants, from the nibbles and (Q5_0) the fifth bits in h, the rows' qh
+template <int T>
+inline void quants8(const uint8_t* p, int kk, __m256i h, __m256& lo, __m256& hi) {
+  const __m256i v = bytes8(p + pack_head<T>() + pack_high<T>() + 8 * kk);
+  __m256i l = _mm256_and_si256(v, _mm256_set1_epi32(0x0F)), u = _mm256_srli_epi32(v, 4);
+  if constexpr (pack_high<T>() > 0) {
+    const __m256i fifth = _mm256_set1_epi32(0x10);
+    l = _mm256_or_si256(l, _mm256_and_si256(move_bits(h, kk, 4), fifth));
+    u = _mm256_or_si256(u, _mm256_and_si256(move_bits(h, 16 + kk, 4), fifth));
+  }
+  lo = _mm256_cvtepi32_ps(l);
+  hi = _mm256_cvtepi32_ps(u);
+}
+
+// the factors of a packed block's eight rows (p: the block): d, and m, the factor of the
+// block's sum of x
+template <int T>
+inline void factors8(const uint8_t* p, __m256& d, __m256& m) {
+  d = scales8(p);
+  if constexpr (T == kQ4_1) m = scales8(p + 2 * kPackRows);
+  else m = _mm256_mul_ps(d, _mm256_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+}
+
+// MB rows of x (sx: their block sums) against GB packed groups, the first at w: each
 // output in the order above. MB x GB x 2 chains run side by side. x and sx are a tile of
 // MB rows as interleave() lays them out: block b's element kk of row i at
 // x[(b * 32 + kk) * MB + i], its sum at sx[b * MB + i] (a row's broadcasts sit at fixed
@@ -429,10 +498,13 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
     for (int g = 0; g < GB; ++g) acc[i][g] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p[GB];
+    __m256i h[GB];
     for (int g = 0; g < GB; ++g) {
       p[g] = w + g * group_bytes + b * bb;
       for (int64_t line = 0; line < bb; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
+      h[g] = pack_high<T>() > 0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[g] + pack_head<T>()))
+                                : _mm256_setzero_si256();
     }
     __m256 lo[MB][GB], hi[MB][GB];
     for (int i = 0; i < MB; ++i)
@@ -442,18 +514,16 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
     for (int kk = 0; kk < 16; ++kk)
 #pragma GCC unroll 4
       for (int g = 0; g < GB; ++g) {
-        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[g] + pack_scales<T>() + 8 * kk));
-        const __m256i v = _mm256_cvtepu8_epi32(bytes);
-        const __m256 ql = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0F)));
-        const __m256 qh = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+        __m256 ql, qh;
+        quants8<T>(p[g], kk, h[g], ql, qh);
         for (int i = 0; i < MB; ++i) {
           lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + kk * MB + i), ql, lo[i][g]);
           hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + (16 + kk) * MB + i), qh, hi[i][g]);
         }
       }
     for (int g = 0; g < GB; ++g) {
-      const __m256 d = scales8(p[g]);
-      const __m256 m = T == kQ4_1 ? scales8(p[g] + 2 * kPackRows) : _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+      __m256 d, m;
+      factors8<T>(p[g], d, m);
       for (int i = 0; i < MB; ++i) {
         acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
         acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
@@ -468,7 +538,7 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
     }
 }
 
-// MB rows of x against packed Q4 groups [g0, g1): two groups side by side for one or two
+// MB rows of x against packed groups [g0, g1): two groups side by side for one or two
 // rows (enough independent chains), one for more (the chains must fit in registers)
 template <int T, int MB>
 void fdot_groups(const float* x, int64_t K, const float* sx, const uint8_t* w,
@@ -526,7 +596,47 @@ inline __m512 halves16(const uint8_t* a, const uint8_t* b) {
   return _mm512_cvtph_ps(h);
 }
 
-// MB rows of x against two packed Q4 groups, the first at w: fdot_block's sums
+// the eight bytes at a and the eight at b as sixteen int32 lanes (zero-extended)
+inline __m512i bytes16(const uint8_t* a, const uint8_t* b) {
+  return _mm512_cvtepu8_epi32(_mm_castpd_si128(_mm_loadh_pd(
+      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a))),
+      reinterpret_cast<const double*>(b))));
+}
+
+// the eight 32-bit words at a and the eight at b as sixteen lanes
+inline __m512i words16(const uint8_t* a, const uint8_t* b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), 1);
+}
+
+inline __m512i move_bits(__m512i v, int from, int to) {
+  return from >= to ? _mm512_srli_epi32(v, from - to) : _mm512_slli_epi32(v, to - from);
+}
+
+// quants8 for two packed blocks side by side (p0's rows in lanes 0..7, p1's in 8..15)
+template <int T>
+inline void quants16(const uint8_t* p0, const uint8_t* p1, int kk, __m512i h, __m512& lo, __m512& hi) {
+  const int64_t at = pack_head<T>() + pack_high<T>() + 8 * kk;
+  const __m512i v = bytes16(p0 + at, p1 + at);
+  __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(0x0F)), u = _mm512_srli_epi32(v, 4);
+  if constexpr (pack_high<T>() > 0) {
+    const __m512i fifth = _mm512_set1_epi32(0x10);
+    l = _mm512_or_si512(l, _mm512_and_si512(move_bits(h, kk, 4), fifth));
+    u = _mm512_or_si512(u, _mm512_and_si512(move_bits(h, 16 + kk, 4), fifth));
+  }
+  lo = _mm512_cvtepi32_ps(l);
+  hi = _mm512_cvtepi32_ps(u);
+}
+
+// factors8 for two packed blocks side by side
+template <int T>
+inline void factors16(const uint8_t* p0, const uint8_t* p1, __m512& d, __m512& m) {
+  d = halves16(p0, p1);
+  if constexpr (T == kQ4_1) m = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
+  else m = _mm512_mul_ps(d, _mm512_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+}
+
+// MB rows of x against two packed groups, the first at w: fdot_block's sums
 template <int T, int MB>
 inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8_t* w,
                          int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
@@ -542,26 +652,22 @@ inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8
       for (int64_t line = 0; line < bb; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
     }
+    const __m512i h = pack_high<T>() > 0 ? words16(p[0] + pack_head<T>(), p[1] + pack_head<T>())
+                                         : _mm512_setzero_si512();
     __m512 lo[MB], hi[MB];
     for (int i = 0; i < MB; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
     const float* xb = x + b * kBlock * MB;
 #pragma GCC unroll 16
     for (int kk = 0; kk < 16; ++kk) {
-      const int64_t at = pack_scales<T>() + 8 * kk;  // the two groups' bytes kk, side by side
-      const __m128i bytes = _mm_castpd_si128(_mm_loadh_pd(
-          _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[0] + at))),
-          reinterpret_cast<const double*>(p[1] + at)));
-      const __m512i v = _mm512_cvtepu8_epi32(bytes);
-      const __m512 ql = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0F)));
-      const __m512 qh = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+      __m512 ql, qh;
+      quants16<T>(p[0], p[1], kk, h, ql, qh);
       for (int i = 0; i < MB; ++i) {
         lo[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i]);
         hi[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i]);
       }
     }
-    const __m512 d = halves16(p[0], p[1]);
-    const __m512 m = T == kQ4_1 ? halves16(p[0] + 2 * kPackRows, p[1] + 2 * kPackRows)
-                                : _mm512_mul_ps(d, _mm512_set1_ps(-8.0f));
+    __m512 d, m;
+    factors16<T>(p[0], p[1], d, m);
     for (int i = 0; i < MB; ++i) {
       acc[i] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i], hi[i]), acc[i]);
       acc[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i]);
@@ -574,7 +680,7 @@ inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8
   }
 }
 
-// MB rows of x against packed Q4 groups [g0, g1), two at a time; a group left over goes
+// MB rows of x against packed groups [g0, g1), two at a time; a group left over goes
 // through fdot_block (the same bits)
 template <int T, int MB>
 void fdot_groups16(const float* x, int64_t K, const float* sx, const uint8_t* w,
@@ -694,7 +800,7 @@ inline void pdot_block16(const float* x, int64_t ldx, const uint8_t* group, int6
     const __m512 sc = _mm512_castps256_ps512(scales8(b));
     for (int p = 0; p < NP; ++p) {
       const __m512 d = _mm512_permutexvar_ps(pick[p], sc);
-      const uint8_t* q0 = b + pack_scales<kQ8_0>() + pack_quants<kQ8_0>() * (j0 + 2 * p);
+      const uint8_t* q0 = b + pack_head<kQ8_0>() + pack_quants<kQ8_0>() * (j0 + 2 * p);
       const uint8_t* q1 = q0 + pack_quants<kQ8_0>();
       for (int g = 0; g < 4; ++g) {
         const __m128i bytes = _mm_castpd_si128(_mm_loadh_pd(
@@ -734,7 +840,7 @@ void pdot_groups16(const float* x, int64_t K, const uint8_t* w, int64_t group_by
 #pragma GCC pop_options
 
 // M rows of x (sx: their block sums; both interleaved in tiles of kTile16 rows if Wide, else
-// kTile8) against packed Q4 groups [g0, g1), on AVX-512 if Wide: the tiles pass over a run
+// kTile8) against packed groups [g0, g1), on AVX-512 if Wide: the tiles pass over a run
 // of groups small enough to stay in L2
 template <int T, bool Wide>
 void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
@@ -792,11 +898,12 @@ void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t g0
         const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + b * block_bytes(T);
         std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
         if constexpr (T == kQ8_0) {
-          std::memcpy(p + pack_scales<T>() + pack_quants<T>() * j, blk + 2, 32);
+          std::memcpy(p + pack_head<T>() + pack_quants<T>() * j, blk + 2, 32);
         } else {
           if constexpr (T == kQ4_1) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
-          const uint8_t* qs = blk + (T == kQ4_1 ? 4 : 2);
-          for (int kk = 0; kk < 16; ++kk) p[pack_scales<T>() + kPackRows * kk + j] = qs[kk];
+          if constexpr (T == kQ5_0) std::memcpy(p + pack_head<T>() + 4 * j, blk + 2, 4);  // qh
+          const uint8_t* qs = blk + (T == kQ4_0 ? 2 : (T == kQ4_1 ? 4 : 6));
+          for (int kk = 0; kk < 16; ++kk) p[pack_head<T>() + pack_high<T>() + kPackRows * kk + j] = qs[kk];
         }
       }
     }
@@ -1119,7 +1226,7 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
 namespace {
 
 void check_blocks(const at::Tensor& w, int64_t type, int64_t K) {
-  TORCH_CHECK(type == kQ4_0 || type == kQ4_1 || type == kQ8_0, "unsupported block type ", type);
+  TORCH_CHECK(block_bytes(type) > 0, "unsupported block type ", type);
   TORCH_CHECK(w.scalar_type() == at::kByte && w.dim() == 2 && w.is_contiguous() && w.device().is_cpu(),
               "blocks must be a contiguous (N, row bytes) uint8 CPU tensor");
   TORCH_CHECK(K > 0 && K % kBlock == 0 && w.size(1) == K / kBlock * block_bytes(type),
@@ -1131,7 +1238,7 @@ void check_blocks(const at::Tensor& w, int64_t type, int64_t K) {
 // x (M, K) @ W^T + bias, W packed by qpack from blocks of `type`
 at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
                    const c10::optional<at::Tensor>& bias) {
-  TORCH_CHECK(type == kQ4_0 || type == kQ4_1 || type == kQ8_0, "unsupported packed block type ", type);
+  TORCH_CHECK(block_bytes(type) > 0, "unsupported packed block type ", type);
   TORCH_CHECK(w.scalar_type() == at::kByte && w.dim() == 2 && w.is_contiguous() && w.device().is_cpu(),
               "packed blocks must be a contiguous (N / 8, K / 32 * packed block bytes) uint8 CPU tensor");
   const int64_t M = x.size(0), K = x.size(1), G = w.size(0), N = G * kPackRows;
@@ -1157,11 +1264,13 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   if (M > 1) interleave(xp, sx.data(), M, K, wide ? kTile16 : kTile8, xt.data(), st.data());
   const float* xq = M > 1 ? xt.data() : xp;
   const float* sq = M > 1 ? st.data() : sx.data();
-  at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
-    if (wide && type == kQ4_1) fdot_rows<kQ4_1, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    else if (wide) fdot_rows<kQ4_0, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    else if (type == kQ4_1) fdot_rows<kQ4_1, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    else fdot_rows<kQ4_0, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+  with_type(type, [&](auto t) {
+    constexpr int T = decltype(t)::value;
+    if constexpr (T != kQ8_0)
+      at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
+        if (wide) fdot_rows<T, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+        else fdot_rows<T, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+      });
   });
   return y;
 }
@@ -1183,12 +1292,10 @@ at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
   const int64_t row_bytes = w.size(1);
   const float* bp = bias_data(bias, N);
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
-    switch (type) {
-      case kQ4_0: qlinear_range<kQ4_0>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1); break;
-      case kQ4_1: qlinear_range<kQ4_1>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1); break;
-      default: qlinear_range<kQ8_0>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1); break;
-    }
+  with_type(type, [&](auto t) {
+    at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
+      qlinear_range<decltype(t)::value>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1);
+    });
   });
   return y;
 }
@@ -1202,12 +1309,10 @@ at::Tensor qpack(const at::Tensor& w, int64_t type, int64_t K) {
   at::Tensor out = at::empty({N / kPackRows, blocks * pack_bytes(type)}, w.options());
   const uint8_t* wp = w.data_ptr<uint8_t>();
   uint8_t* op = out.data_ptr<uint8_t>();
-  at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
-    switch (type) {
-      case kQ4_0: pack_groups<kQ4_0>(wp, row_bytes, blocks, g0, g1, op); break;
-      case kQ4_1: pack_groups<kQ4_1>(wp, row_bytes, blocks, g0, g1, op); break;
-      default: pack_groups<kQ8_0>(wp, row_bytes, blocks, g0, g1, op); break;
-    }
+  with_type(type, [&](auto t) {
+    at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
+      pack_groups<decltype(t)::value>(wp, row_bytes, blocks, g0, g1, op);
+    });
   });
   return out;
 }
@@ -1223,15 +1328,11 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
   const uint8_t* wp = w.data_ptr<uint8_t>();
   float* op = out.data_ptr<float>();
   const int64_t row_bytes = w.size(1);
-  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) {
-      const uint8_t* row = wp + ip[m] * row_bytes;
-      switch (type) {
-        case kQ4_0: dequant_rows<kQ4_0>(row, row_bytes, K, 0, 1, op + m * K); break;
-        case kQ4_1: dequant_rows<kQ4_1>(row, row_bytes, K, 0, 1, op + m * K); break;
-        default: dequant_rows<kQ8_0>(row, row_bytes, K, 0, 1, op + m * K); break;
-      }
-    }
+  with_type(type, [&](auto t) {
+    at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m)
+        dequant_rows<decltype(t)::value>(wp + ip[m] * row_bytes, row_bytes, K, 0, 1, op + m * K);
+    });
   });
   return out;
 }
@@ -1242,8 +1343,9 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
 // in the same order, so the bits are the same; only Python's calls between them go.
 // x (N, C): the residual stream, added to in place; h: layer 0's normed input. Per
 // layer l, products[4l .. 4l+3] are qkv, o, gate_up, down: a weight (float32 (out, in),
-// kind 0) or GGUF blocks (kind 2, 3 or 8), with its bias or None; norms[2l], norms[2l+1]
-// (and eps) follow its attention and its MLP. Returns the last norm's output.
+// kind 0) or GGUF blocks (kind: their type, as qlinear takes it), with its bias or None;
+// norms[2l], norms[2l+1] (and eps) follow its attention and its MLP. Returns the last
+// norm's output.
 at::Tensor layers(at::Tensor& x, at::Tensor h, const std::vector<at::Tensor>& weights,
                   const std::vector<int64_t>& kinds,
                   const std::vector<c10::optional<at::Tensor>>& biases,
@@ -1297,7 +1399,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
-  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q8_0)");
+  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0)");
   m.def("qpack", &qpack, nogil(), "GGUF blocks packed eight rows side by side, for qlinear");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");
   m.def("rms_norm", &rms_norm, nogil(), "RMSNorm of each row");

@@ -8,12 +8,13 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize, quantize
 
-from gen.engine.quantised import Q4_0, Q4_1, Q5_0, Q8_0
+from gen.engine.quantised import Q4_0, Q4_1, Q4_K, Q5_0, Q8_0
 
-TYPES = {kind: GGMLQuantizationType(kind) for kind in (Q4_0, Q4_1, Q5_0, Q8_0)}
+TYPES = {kind: GGMLQuantizationType(kind) for kind in (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K)}
 QUANTISED = (Q4_0, Q4_1, Q8_0)  # blocks made here by gguf-py's quantize; the rest at random
-# the float16 fields of a block: (byte offset, log2 of the smallest and largest magnitude)
-HALVES = {Q5_0: [(0, -12, -2)]}
+# the float16 fields of a block: (byte offset, log2 of the smallest and largest magnitude;
+# below -14, subnormal)
+HALVES = {Q5_0: [(0, -16, -4)], Q4_K: [(0, -18, -12), (2, -18, -12)]}
 
 
 def block_weights(kind: int) -> int:
@@ -47,7 +48,8 @@ def f32(v: np.ndarray) -> np.ndarray:
 def packed_form(raw: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The blocks as the packed kernels read them, per block of 32 weights: the quants q
     (rows, blocks, 32), integers, and the factors a and b (rows, blocks), float32, of the
-    weights a q + b (Q4_0: d and -8 d, Q4_1: d and m, Q5_0: d and -16 d)."""
+    weights a q + b (Q4_0: d and -8 d, Q4_1: d and m, Q5_0: d and -16 d; Q4_K's
+    sub-blocks: d * sc and -dmin * min)."""
     n = raw.shape[0]
     blocks = raw.reshape(n, -1, GGML_QUANT_SIZES[TYPES[kind]][1])
 
@@ -58,6 +60,15 @@ def packed_form(raw: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.
         return np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.int64)
 
     d = half(0)
+    if kind == Q4_K:  # sub-block 2c: the low nibbles of bytes 32c.., 2c + 1: the high ones
+        s = blocks[..., 4:16].astype(np.int64)  # 6-bit scales and minimums, packed
+        sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 15) | (s[..., 0:4] >> 6 << 4)], -1)
+        mn = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | (s[..., 4:8] >> 6 << 4)], -1)
+        qs = blocks[..., 16:144].reshape(n, -1, 4, 32).astype(np.int64)
+        q = np.stack([qs & 0x0F, qs >> 4], axis=3).reshape(n, -1, 32)
+        a = d[..., None] * sc.astype(np.float32)
+        b = -(half(2)[..., None] * mn.astype(np.float32))
+        return q, a.reshape(n, -1), b.reshape(n, -1)
     q = nibbles(blocks[..., {Q4_0: 2, Q4_1: 4, Q5_0: 6}[kind] :][..., :16])
     if kind == Q5_0:
         qh = blocks[..., 2:6].copy().view("<u4")

@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -30,6 +31,7 @@ from gen.engine.quantised import (
     PACKED,
     Q4_0,
     Q4_1,
+    Q4_K,
     Q5_0,
     Q8_0,
     QuantEmbedding,
@@ -38,6 +40,7 @@ from gen.engine.quantised import (
 from gen.errors import ModelError
 from gen.models.gguf_weights import load_gguf_model, unpermute
 from tests.engine.gguf_blocks import (
+    QUANTISED,
     TYPES,
     block_weights,
     dense,
@@ -48,7 +51,7 @@ from tests.engine.gguf_blocks import (
 from tests.fakes import ByteTokenizer, tiny_config
 
 tok = ByteTokenizer()
-KINDS = [Q4_0, Q4_1, Q5_0, Q8_0]
+KINDS = [Q4_0, Q4_1, Q5_0, Q8_0, Q4_K]
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +99,7 @@ def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
 
 
 # a packed block of eight rows: 32 weights each (the K-quants: 256)
-PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q8_0: 272}
+PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q8_0: 272, Q4_K: 1152}
 
 
 @pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != Q8_0], ids=NAMES.get)
@@ -143,7 +146,7 @@ def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
 
 def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
     cases = [(Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False)]
-    cases += [(Q5_0, 8, True), (Q5_0, 12, False)]
+    cases += [(Q5_0, 8, True), (Q5_0, 12, False), (Q4_K, 16, True), (Q4_K, 12, False)]
     for kind, rows, packs in cases:
         K = 2 * block_weights(kind)
         blocks, dense_w = blocks_of(kind, rows, K, rows + kind)
@@ -218,14 +221,16 @@ LAYOUT = {  # our parameter -> the GGUF tensor and its type in the file written 
     "o_proj": ("attn_output", Q4_0),
     "gate_proj": ("ffn_gate", Q5_0),
     "up_proj": ("ffn_up", Q5_0),
-    "down_proj": ("ffn_down", None),  # float16: no kernel, dequantised at load
+    "down_proj": ("ffn_down", Q4_K),  # layer 1's float16: no kernel, dequantised at load
 }
 
 
 def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
     """A tiny Llama written as llama.cpp would (q and k rows permuted, quantised), and
-    the float32 model holding exactly the numbers the file stands for."""
-    cfg = tiny_config(tok.vocab_size)
+    the float32 model holding exactly the numbers the file stands for. Q4_K blocks (rows
+    of 256: a wider MLP than tiny_config's) are random, as gguf-py cannot write them."""
+    cfg = replace(tiny_config(tok.vocab_size), intermediate_size=256)
+    rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     reference = LlamaModel(cfg).eval()
     writer = GGUFWriter(str(path), "llama")
@@ -240,7 +245,8 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
             writer.add_tensor(name, half)
             back = half.astype(np.float32)
         else:
-            raw = quantize(w, TYPES[kind])
+            rows, K = w.shape
+            raw = quantize(w, TYPES[kind]) if kind in QUANTISED else make_blocks(kind, rows, K, rng)
             writer.add_tensor(name, raw, raw_dtype=TYPES[kind])
             back = dequantize(raw, TYPES[kind]).astype(np.float32)
         if heads:
@@ -271,7 +277,11 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
             ])
         )  # fmt: skip
         state[f"layers.{i}.mlp.down_proj.weight"] = torch.from_numpy(
-            put(f"blk.{i}.ffn_down.weight", mlp.down_proj.weight.detach().numpy(), None)
+            put(
+                f"blk.{i}.ffn_down.weight",
+                mlp.down_proj.weight.detach().numpy(),
+                Q4_K if i == 0 else None,
+            )
         )
         for ours, theirs in (
             ("input_layernorm", "attn_norm"),
@@ -306,11 +316,12 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     assert isinstance(attn.qkv_proj, QuantLinear) and attn.qkv_proj.kind == Q4_1
     assert isinstance(attn.o_proj, QuantLinear) and attn.o_proj.kind == Q4_0
     assert isinstance(mlp.gate_up_proj, QuantLinear) and mlp.gate_up_proj.kind == Q5_0
-    assert not isinstance(mlp.down_proj, QuantLinear)  # float16 in the file: float32 here
+    assert isinstance(mlp.down_proj, QuantLinear) and mlp.down_proj.kind == Q4_K
+    assert not isinstance(model.layers[1].mlp.down_proj, QuantLinear)  # float16: float32 here
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
     cfg = reference.cfg
-    assert counts["float32"] == cfg.num_layers * cfg.intermediate_size * cfg.hidden_size
+    assert counts["float32"] == counts["Q4_K"] == cfg.intermediate_size * cfg.hidden_size
     assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
     packed_linears.pack_linears(reference, kernels=k)  # both through the kernels
     reference.use_kernels(k)
@@ -324,7 +335,7 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
         cache.reserve(1, 64)
         return m(torch.tensor([ids]), torch.arange(n)[None], torch.tensor([0]), cache, True)
 
-    # the Q4 products sum in their own order (factored blocks), so not bit for bit: within
+    # the factored products sum in their own order, so not bit for bit: within
     # float32 rounding at every position, where a tensor put in the wrong place, a row
     # permute left in or a scale misread would be off by whole units
     ours, theirs = logits(model), logits(reference)

@@ -155,17 +155,22 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // ------------------------------------------- quantised linear: GGUF blocks, read in place
 //
 // W's rows as a GGUF file stores them: blocks of 32 weights, each with its float16
-// scale (and, for Q4_1, its minimum). A block is turned into float32 weights in
-// registers, by exactly the formulas of gguf-py's dequantize (d * q, or d * q + m, each
-// operation rounded once), and those weights go through the same accumulation as
-// dot_block above. So a quantised product equals, bit for bit, the float32 product over
-// the dequantised matrix, while reading a sixth (Q4) to a quarter (Q8_0) of the bytes.
-// These serve blocks as the file has them: embedding lookups, and matrices whose row
-// count is not a multiple of 8 (the rest are packed at load: below).
+// scale (and, for Q4_1, its minimum), or Q4_K's superblocks of 256 weights (eight
+// sub-blocks of 32, each with a 6-bit scale and minimum under the superblock's float16
+// ones). A block is turned into float32 weights in registers, by exactly the formulas
+// of gguf-py's dequantize (d * q, or d * q + m, each operation rounded once), and those
+// weights go through the same accumulation as dot_block above. So a quantised product
+// equals, bit for bit, the float32 product over the dequantised matrix, while reading a
+// sixth (Q4) to a quarter (Q8_0) of the bytes. These serve blocks as the file has them:
+// embedding lookups, and matrices whose row count is not a multiple of 8 (the rest are
+// packed at load: below).
 
-enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8 };  // ggml's type numbers
+enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12 };  // ggml's type numbers
 
 constexpr int64_t kBlock = 32;
+
+// weights in a block as the file stores it: 32, or a K-quant's superblock of 256
+constexpr int64_t block_weights(int64_t t) { return t == kQ4_K ? 256 : kBlock; }
 
 // the bytes of a block; 0: not a type the kernels read
 constexpr int64_t block_bytes(int64_t t) {
@@ -174,6 +179,7 @@ constexpr int64_t block_bytes(int64_t t) {
     case kQ4_1: return 20;
     case kQ5_0: return 22;
     case kQ8_0: return 34;
+    case kQ4_K: return 144;
     default: return 0;
   }
 }
@@ -186,6 +192,7 @@ inline void with_type(int64_t t, F&& f) {
     case kQ4_1: return f(std::integral_constant<int, kQ4_1>());
     case kQ5_0: return f(std::integral_constant<int, kQ5_0>());
     case kQ8_0: return f(std::integral_constant<int, kQ8_0>());
+    case kQ4_K: return f(std::integral_constant<int, kQ4_K>());
     default: TORCH_CHECK(false, "unsupported block type ", t);
   }
 }
@@ -201,21 +208,66 @@ inline __m256i bytes8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
 
-// 8 weights of a block as float32: group g (0..3) of the 32, by gguf-py's formulas. The
-// bytes are zero- or sign-extended straight from memory; a Q4 or Q5 weight j < 16 has
-// its low four bits in the low nibble of byte j, weight 16 + j in its high nibble, and a
-// Q5 weight j its fifth bit in bit j of the block's 32-bit qh. d * q is exact in
-// float32 (11 bits times at most 8), so d * q + m rounds once either way: one fused
-// multiply-add gives the result of gguf-py's two operations.
+// the 6-bit scale and minimum of sub-block j (0..7) from a Q4_K superblock's twelve
+// scale bytes s (gguf-py's get_scale_min)
+inline void scale_min(const uint8_t* s, int j, int& sc, int& mn) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    mn = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// a block's scales as dequant8 takes them, each made by gguf-py's formula in float32:
+// d (and Q4_1's minimum m) for a block of 32; Q4_K's d * sc and dmin * min for each
+// sub-block of 32, exact products (an 11-bit significand times a 6-bit integer)
+struct Scales {
+  float d[8], m[8];
+};
+
 template <int T>
-inline __m256 dequant8(const uint8_t* b, int g, __m256 d, __m256 m) {
+inline Scales block_scales(const uint8_t* b) {
+  Scales s{};
+  if constexpr (T == kQ4_K) {
+    const float d = half(b), dmin = half(b + 2);
+    for (int j = 0; j < 8; ++j) {
+      int sc, mn;
+      scale_min(b + 4, j, sc, mn);
+      s.d[j] = d * static_cast<float>(sc);
+      s.m[j] = dmin * static_cast<float>(mn);
+    }
+  } else {
+    s.d[0] = half(b);
+    s.m[0] = T == kQ4_1 ? half(b + 2) : 0.0f;
+  }
+  return s;
+}
+
+// 8 weights of a block as float32: group g (weights 8g .. 8g + 7; 4 groups in a block of
+// 32, 32 in a superblock), by gguf-py's formulas. The bytes are zero- or sign-extended
+// straight from memory; a Q4 or Q5 weight j < 16 has its low four bits in the low nibble
+// of byte j, weight 16 + j in its high nibble, and a Q5 weight j its fifth bit in bit j
+// of the block's 32-bit qh; Q4_K's sub-block 2c takes the low nibbles of its bytes
+// 32c .. 32c + 31, sub-block 2c + 1 their high nibbles. d * q is exact in float32 (at
+// most 17 bits times 4), so d * q + m rounds once either way: one fused multiply-add
+// (or multiply-subtract) gives the result of gguf-py's two operations.
+template <int T>
+inline __m256 dequant8(const uint8_t* b, int g, const Scales& s) {
+  const __m256i low = _mm256_set1_epi32(0x0F);
   if constexpr (T == kQ8_0) {
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * g));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(s.d[0]));
+  } else if constexpr (T == kQ4_K) {
+    const int j = g / 4;  // the sub-block
+    const __m256i bytes = bytes8(b + 16 + 32 * (j / 2) + 8 * (g % 4));
+    const __m256i v = j % 2 == 0 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
+    return _mm256_fmsub_ps(_mm256_set1_ps(s.d[j]), _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[j]));
   } else {
     constexpr int64_t at = T == kQ4_0 ? 2 : (T == kQ4_1 ? 4 : 6);  // the nibbles
     const __m256i bytes = bytes8(b + at + 8 * (g & 1));
-    __m256i v = g < 2 ? _mm256_and_si256(bytes, _mm256_set1_epi32(0x0F)) : _mm256_srli_epi32(bytes, 4);
+    __m256i v = g < 2 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
     if constexpr (T == kQ5_0) {
       uint32_t qh;
       std::memcpy(&qh, b + 2, 4);
@@ -224,7 +276,8 @@ inline __m256 dequant8(const uint8_t* b, int g, __m256 d, __m256 m) {
       v = _mm256_sub_epi32(_mm256_or_si256(v, _mm256_slli_epi32(fifth, 4)), _mm256_set1_epi32(16));
     }
     if constexpr (T == kQ4_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(8));
-    if constexpr (T == kQ4_1) return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), m);
+    const __m256 d = _mm256_set1_ps(s.d[0]);
+    if constexpr (T == kQ4_1) return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[0]));
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
   }
 }
@@ -234,21 +287,21 @@ inline __m256 dequant8(const uint8_t* b, int g, __m256 d, __m256 m) {
 template <int T, int MB, int NB>
 inline void qdot_block(const float* x, int64_t ldx, const uint8_t* w, int64_t row_bytes,
                        int64_t K, float* y, int64_t ldy, const float* bias) {
-  constexpr int64_t bb = block_bytes(T);
+  constexpr int64_t bb = block_bytes(T), bw = block_weights(T);
   __m256 acc[MB][NB];
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
-  for (int64_t k = 0, o = 0; k < K; k += kBlock, o += bb) {
-    __m256 d[NB], m[NB];
+  for (int64_t k = 0, o = 0; k < K; k += bw, o += bb) {
+    Scales s[NB];
     for (int j = 0; j < NB; ++j) {
       const uint8_t* b = w + j * row_bytes + o;
-      _mm_prefetch(reinterpret_cast<const char*>(b + 4 * bb), _MM_HINT_T0);
-      d[j] = _mm256_set1_ps(half(b));
-      m[j] = _mm256_set1_ps(T == kQ4_1 ? half(b + 2) : 0.0f);
+      for (int64_t line = 0; line < bb; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(b + (bb > 64 ? bb : 4 * bb) + line), _MM_HINT_T0);
+      s[j] = block_scales<T>(b);
     }
-    for (int g = 0; g < 4; ++g)  // the rows side by side: NB independent chains
+    for (int g = 0; g < bw / 8; ++g)  // the rows side by side: NB independent chains
       for (int j = 0; j < NB; ++j) {
-        const __m256 wv = dequant8<T>(w + j * row_bytes + o, g, d[j], m[j]);
+        const __m256 wv = dequant8<T>(w + j * row_bytes + o, g, s[j]);
         for (int i = 0; i < MB; ++i)
           acc[i][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * ldx + k + 8 * g), wv, acc[i][j]);
       }
@@ -279,13 +332,12 @@ void qdot_rows(const float* x, int64_t K, const uint8_t* w, int64_t row_bytes,
 // rows [n0, n1) of W, written out as float32 (row-major, K per row)
 template <int T>
 void dequant_rows(const uint8_t* w, int64_t row_bytes, int64_t K, int64_t n0, int64_t n1, float* out) {
-  constexpr int64_t bb = block_bytes(T);
+  constexpr int64_t bb = block_bytes(T), bw = block_weights(T);
   for (int64_t n = n0; n < n1; ++n)
-    for (int64_t k = 0, o = 0; k < K; k += kBlock, o += bb) {
+    for (int64_t k = 0, o = 0; k < K; k += bw, o += bb) {
       const uint8_t* b = w + n * row_bytes + o;
-      const __m256 d = _mm256_set1_ps(half(b));
-      const __m256 m = _mm256_set1_ps(T == kQ4_1 ? half(b + 2) : 0.0f);
-      for (int g = 0; g < 4; ++g) _mm256_storeu_ps(out + (n - n0) * K + k + 8 * g, dequant8<T>(b, g, d, m));
+      const Scales s = block_scales<T>(b);
+      for (int g = 0; g < bw / 8; ++g) _mm256_storeu_ps(out + (n - n0) * K + k + 8 * g, dequant8<T>(b, g, s));
     }
 }
 
@@ -325,38 +377,54 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 // from memory half again as fast). The weights are made by dequant8's formula and summed
 // in dot_block's order: the same bits as the float32 kernel over the dequantised matrix.
 //
-// Q4_0, Q4_1 and Q5_0: rows in lanes. The eight float16 scales, (Q4_1) the eight
-// minimums, (Q5_0) the eight rows' 32-bit qh (bit i: weight i's fifth bit), then sixteen
-// times eight bytes: byte r of the kk-th eight is row r's byte kk of the block, GGUF's
-// own byte (weight kk's low four bits in its low nibble, weight 16 + kk's in its high
-// one). One widening load and two conversions (Q5_0: and the fifth bits shifted in)
-// give weights kk and 16 + kk of all eight rows, and each meets one element of x,
-// broadcast. A block's sum is factored as gguf-py's formula allows, sum_k x_k (d q_k + m)
-// = d sum_k x_k q_k + m sum_k x_k (Q4_0: m = -8 d, Q5_0: m = -16 d), so the quants are
-// used as the small integers they are and no weight is ever made: per eight weights one
-// conversion and one fused multiply-add, not one and two, and no horizontal sums. Every
-// output is summed in one order, whatever its batch (fdot_block):
+// Q4_0, Q4_1, Q5_0 and Q4_K: rows in lanes, in blocks of 32 weights. A packed block of
+// eight rows holds (Q5_0) the rows' 32-bit qh (bit i: weight i's fifth bit), then
+// sixteen times eight bytes: byte r of the kk-th eight is row r's quants kk (low nibble)
+// and 16 + kk (high nibble) of the block, GGUF's own byte for the blocks of 32; Q4_K's
+// sub-blocks of 32 are regrouped that way at load. Before the blocks, their scales: the
+// eight float16 d; (Q4_1) the eight minimums; a Q4_K superblock's eight sub-blocks
+// follow the eight d, the eight dmin and the rows' twelve scale bytes as three 32-bit
+// words each (the first four bytes of the eight rows, then the next four, then the
+// last). The bytes are the file's, rearranged: 144 for 256 Q4_K weights. One widening
+// load and two conversions (Q5_0: and the fifth bits shifted in) give weights kk and
+// 16 + kk of all eight rows, and each meets one element of x, broadcast. A block's sum
+// is factored as gguf-py's formula allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k +
+// m sum_k x_k (Q4_0: m = -8 d, Q5_0: m = -16 d; a Q4_K sub-block's d is d * sc and its
+// m is -dmin * min, gguf-py's exact products), so the quants are used as the small
+// integers they are and no weight is ever made: per eight weights one conversion and one
+// fused multiply-add, not one and two, and no horizontal sums. Every output is summed in
+// one order, whatever its batch (fdot_block):
 //   lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31, each a chain of
 //   fused multiply-adds from 0; then acc = fma(d, lo + hi, acc), acc = fma(m, sx, acc),
-//   block after block from acc = 0 (sx: the block's sum of x, block_sums); then + bias.
+//   block after block along K from acc = 0 (sx: the block's sum of x, block_sums); then
+//   + bias.
 // The arithmetic is not the float32 kernel's (a block's terms are grouped differently),
 // so the last bits of a product differ from it; the weights are the same numbers.
 
 constexpr int kPacked = 0x100;  // flag on a block type: the blocks are packed
 constexpr int64_t kPackRows = 8;
-// how many packed blocks ahead to fetch (measured on the bundled model, 2 cores: the Q4_1
-// layers' products 5.2 ms with 4 ahead, 3.97 with 16, 3.41 with 32; Q8_0 the same from 16)
+// how many packed blocks of 32 ahead to fetch (measured on the bundled model, 2 cores: the
+// Q4_1 layers' products 5.2 ms with 4 ahead, 3.97 with 16, 3.41 with 32; Q8_0 the same
+// from 16)
 constexpr int64_t kPrefetchQ4 = 32, kPrefetchQ8 = 16;
 
-// one packed block of 8 rows: the scales (and minimums), the high bits, then the quants
+// a packed unit of eight rows: a block of 32, or a K-quant's superblock of eight
 template <int T>
-constexpr int64_t pack_head() { return T == kQ4_1 ? 2 * 2 * kPackRows : 2 * kPackRows; }
+constexpr int64_t pack_subs() { return block_weights(T) / kBlock; }
+// the unit's scales: d, and Q4_1's minimums, or a superblock's d, dmin and scale words
+template <int T>
+constexpr int64_t pack_head() {
+  return T == kQ4_K ? 2 * 2 * kPackRows + 12 * kPackRows : (T == kQ4_1 ? 2 * 2 * kPackRows : 2 * kPackRows);
+}
+// a block's high bits (Q5_0's qh), before its quants
 template <int T>
 constexpr int64_t pack_high() { return T == kQ5_0 ? 4 * kPackRows : 0; }
 template <int T>
 constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }  // per row
 template <int T>
-constexpr int64_t pack_bytes() { return pack_head<T>() + pack_high<T>() + pack_quants<T>() * kPackRows; }
+constexpr int64_t pack_block() { return pack_high<T>() + pack_quants<T>() * kPackRows; }
+template <int T>
+constexpr int64_t pack_bytes() { return pack_head<T>() + pack_subs<T>() * pack_block<T>(); }
 inline int64_t pack_bytes(int64_t t) {
   int64_t bytes = 0;
   with_type(t, [&](auto type) { bytes = pack_bytes<decltype(type)::value>(); });
@@ -463,7 +531,7 @@ inline __m256i move_bits(__m256i v, int from, int to) {
 // lanes: their quants, from the nibbles and (Q5_0) the fifth bits in h, the rows' qh
 template <int T>
 inline void quants8(const uint8_t* p, int kk, __m256i h, __m256& lo, __m256& hi) {
-  const __m256i v = bytes8(p + pack_head<T>() + pack_high<T>() + 8 * kk);
+  const __m256i v = bytes8(p + pack_high<T>() + 8 * kk);
   __m256i l = _mm256_and_si256(v, _mm256_set1_epi32(0x0F)), u = _mm256_srli_epi32(v, 4);
   if constexpr (pack_high<T>() > 0) {
     const __m256i fifth = _mm256_set1_epi32(0x10);
@@ -474,13 +542,43 @@ inline void quants8(const uint8_t* p, int kk, __m256i h, __m256& lo, __m256& hi)
   hi = _mm256_cvtepi32_ps(u);
 }
 
-// the factors of a packed block's eight rows (p: the block): d, and m, the factor of the
-// block's sum of x
+// bits [at, at + 8) of each lane (a byte of a scale word), shifted down and masked
+inline __m256i field8(__m256i v, int at, int mask) {
+  return _mm256_and_si256(_mm256_srl_epi32(v, _mm_cvtsi32_si128(at)), _mm256_set1_epi32(mask));
+}
+
+// Q4_K sub-block j's 6-bit scale and minimum in each row's lane, from the rows' scale
+// words (at `words`: scale_min's formulas, a byte of the twelve being a byte of a word)
+inline void scale_min8(const uint8_t* words, int j, __m256i& sc, __m256i& mn) {
+  const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words));
+  const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 4 * kPackRows));
+  const int at = 8 * (j % 4);
+  if (j < 4) {
+    sc = field8(w0, at, 63);
+    mn = field8(w1, at, 63);
+  } else {
+    const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 8 * kPackRows));
+    sc = _mm256_or_si256(field8(w2, at, 0x0F), field8(w0, at + 2, 0x30));
+    mn = _mm256_or_si256(field8(w2, at + 4, 0x0F), field8(w1, at + 2, 0x30));
+  }
+}
+
+// the factors of block j of a packed unit's eight rows (p: the unit): d, and m, the
+// factor of the block's sum of x
 template <int T>
-inline void factors8(const uint8_t* p, __m256& d, __m256& m) {
+inline void factors8(const uint8_t* p, int j, __m256& d, __m256& m) {
   d = scales8(p);
-  if constexpr (T == kQ4_1) m = scales8(p + 2 * kPackRows);
-  else m = _mm256_mul_ps(d, _mm256_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+  if constexpr (T == kQ4_K) {
+    __m256i sc, mn;
+    scale_min8(p + 4 * kPackRows, j, sc, mn);
+    const __m256 dmin = scales8(p + 2 * kPackRows);
+    d = _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc));
+    m = _mm256_mul_ps(_mm256_xor_ps(dmin, _mm256_set1_ps(-0.0f)), _mm256_cvtepi32_ps(mn));
+  } else if constexpr (T == kQ4_1) {
+    m = scales8(p + 2 * kPackRows);
+  } else {
+    m = _mm256_mul_ps(d, _mm256_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+  }
 }
 
 // MB rows of x (sx: their block sums) against GB packed groups, the first at w: each
@@ -491,42 +589,49 @@ inline void factors8(const uint8_t* p, __m256& d, __m256& m) {
 template <int T, int MB, int GB>
 inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t* w,
                        int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
-  constexpr int64_t bb = pack_bytes<T>();
-  const int64_t blocks = K / kBlock;
+  constexpr int64_t ub = pack_bytes<T>(), subs = pack_subs<T>();
+  const int64_t units = K / (kBlock * subs);
   __m256 acc[MB][GB];
   for (int i = 0; i < MB; ++i)
     for (int g = 0; g < GB; ++g) acc[i][g] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t u = 0; u < units; ++u) {
     const uint8_t* p[GB];
-    __m256i h[GB];
     for (int g = 0; g < GB; ++g) {
-      p[g] = w + g * group_bytes + b * bb;
-      for (int64_t line = 0; line < bb; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
-      h[g] = pack_high<T>() > 0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[g] + pack_head<T>()))
-                                : _mm256_setzero_si256();
+      p[g] = w + g * group_bytes + u * ub;
+      for (int64_t line = 0; line < ub; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 / subs * ub + line), _MM_HINT_T0);
     }
-    __m256 lo[MB][GB], hi[MB][GB];
-    for (int i = 0; i < MB; ++i)
-      for (int g = 0; g < GB; ++g) lo[i][g] = hi[i][g] = _mm256_setzero_ps();
-    const float* xb = x + b * kBlock * MB;
-#pragma GCC unroll 16
-    for (int kk = 0; kk < 16; ++kk)
-#pragma GCC unroll 4
+    for (int j = 0; j < subs; ++j) {
+      const int64_t b = u * subs + j;  // the block of 32 along K
+      const uint8_t* q[GB];
+      __m256i h[GB];
       for (int g = 0; g < GB; ++g) {
-        __m256 ql, qh;
-        quants8<T>(p[g], kk, h[g], ql, qh);
-        for (int i = 0; i < MB; ++i) {
-          lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + kk * MB + i), ql, lo[i][g]);
-          hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + (16 + kk) * MB + i), qh, hi[i][g]);
-        }
+        q[g] = p[g] + pack_head<T>() + j * pack_block<T>();
+        h[g] = pack_high<T>() > 0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g]))
+                                  : _mm256_setzero_si256();
       }
-    for (int g = 0; g < GB; ++g) {
-      __m256 d, m;
-      factors8<T>(p[g], d, m);
-      for (int i = 0; i < MB; ++i) {
-        acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
-        acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
+      __m256 lo[MB][GB], hi[MB][GB];
+      for (int i = 0; i < MB; ++i)
+        for (int g = 0; g < GB; ++g) lo[i][g] = hi[i][g] = _mm256_setzero_ps();
+      const float* xb = x + b * kBlock * MB;
+#pragma GCC unroll 16
+      for (int kk = 0; kk < 16; ++kk)
+#pragma GCC unroll 4
+        for (int g = 0; g < GB; ++g) {
+          __m256 ql, qh;
+          quants8<T>(q[g], kk, h[g], ql, qh);
+          for (int i = 0; i < MB; ++i) {
+            lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + kk * MB + i), ql, lo[i][g]);
+            hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + (16 + kk) * MB + i), qh, hi[i][g]);
+          }
+        }
+      for (int g = 0; g < GB; ++g) {
+        __m256 d, m;
+        factors8<T>(p[g], j, d, m);
+        for (int i = 0; i < MB; ++i) {
+          acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
+          acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
+        }
       }
     }
   }
@@ -616,7 +721,7 @@ inline __m512i move_bits(__m512i v, int from, int to) {
 // quants8 for two packed blocks side by side (p0's rows in lanes 0..7, p1's in 8..15)
 template <int T>
 inline void quants16(const uint8_t* p0, const uint8_t* p1, int kk, __m512i h, __m512& lo, __m512& hi) {
-  const int64_t at = pack_head<T>() + pack_high<T>() + 8 * kk;
+  const int64_t at = pack_high<T>() + 8 * kk;
   const __m512i v = bytes16(p0 + at, p1 + at);
   __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(0x0F)), u = _mm512_srli_epi32(v, 4);
   if constexpr (pack_high<T>() > 0) {
@@ -628,12 +733,40 @@ inline void quants16(const uint8_t* p0, const uint8_t* p1, int kk, __m512i h, __
   hi = _mm512_cvtepi32_ps(u);
 }
 
-// factors8 for two packed blocks side by side
+inline __m512i field16(__m512i v, int at, int mask) {
+  return _mm512_and_si512(_mm512_srl_epi32(v, _mm_cvtsi32_si128(at)), _mm512_set1_epi32(mask));
+}
+
+// scale_min8 for two packed units side by side
+inline void scale_min16(const uint8_t* words0, const uint8_t* words1, int j, __m512i& sc, __m512i& mn) {
+  const __m512i w0 = words16(words0, words1);
+  const __m512i w1 = words16(words0 + 4 * kPackRows, words1 + 4 * kPackRows);
+  const int at = 8 * (j % 4);
+  if (j < 4) {
+    sc = field16(w0, at, 63);
+    mn = field16(w1, at, 63);
+  } else {
+    const __m512i w2 = words16(words0 + 8 * kPackRows, words1 + 8 * kPackRows);
+    sc = _mm512_or_si512(field16(w2, at, 0x0F), field16(w0, at + 2, 0x30));
+    mn = _mm512_or_si512(field16(w2, at + 4, 0x0F), field16(w1, at + 2, 0x30));
+  }
+}
+
+// factors8 for two packed units side by side
 template <int T>
-inline void factors16(const uint8_t* p0, const uint8_t* p1, __m512& d, __m512& m) {
+inline void factors16(const uint8_t* p0, const uint8_t* p1, int j, __m512& d, __m512& m) {
   d = halves16(p0, p1);
-  if constexpr (T == kQ4_1) m = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
-  else m = _mm512_mul_ps(d, _mm512_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+  if constexpr (T == kQ4_K) {
+    __m512i sc, mn;
+    scale_min16(p0 + 4 * kPackRows, p1 + 4 * kPackRows, j, sc, mn);
+    const __m512 dmin = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
+    d = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc));
+    m = _mm512_mul_ps(_mm512_xor_ps(dmin, _mm512_set1_ps(-0.0f)), _mm512_cvtepi32_ps(mn));
+  } else if constexpr (T == kQ4_1) {
+    m = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
+  } else {
+    m = _mm512_mul_ps(d, _mm512_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+  }
 }
 
 // MB rows of x against two packed groups, the first at w: fdot_block's sums
@@ -641,36 +774,40 @@ template <int T, int MB>
 inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8_t* w,
                          int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
   // (x and sx: a tile of MB rows as interleave() lays them out, as for fdot_block)
-  constexpr int64_t bb = pack_bytes<T>();
-  const int64_t blocks = K / kBlock;
+  constexpr int64_t ub = pack_bytes<T>(), subs = pack_subs<T>();
+  const int64_t units = K / (kBlock * subs);
   __m512 acc[MB];
   for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t u = 0; u < units; ++u) {
     const uint8_t* p[2];
     for (int g = 0; g < 2; ++g) {
-      p[g] = w + g * group_bytes + b * bb;
-      for (int64_t line = 0; line < bb; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
+      p[g] = w + g * group_bytes + u * ub;
+      for (int64_t line = 0; line < ub; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 / subs * ub + line), _MM_HINT_T0);
     }
-    const __m512i h = pack_high<T>() > 0 ? words16(p[0] + pack_head<T>(), p[1] + pack_head<T>())
-                                         : _mm512_setzero_si512();
-    __m512 lo[MB], hi[MB];
-    for (int i = 0; i < MB; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
-    const float* xb = x + b * kBlock * MB;
+    for (int j = 0; j < subs; ++j) {
+      const int64_t b = u * subs + j;  // the block of 32 along K
+      const uint8_t* q0 = p[0] + pack_head<T>() + j * pack_block<T>();
+      const uint8_t* q1 = p[1] + pack_head<T>() + j * pack_block<T>();
+      const __m512i h = pack_high<T>() > 0 ? words16(q0, q1) : _mm512_setzero_si512();
+      __m512 lo[MB], hi[MB];
+      for (int i = 0; i < MB; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+      const float* xb = x + b * kBlock * MB;
 #pragma GCC unroll 16
-    for (int kk = 0; kk < 16; ++kk) {
-      __m512 ql, qh;
-      quants16<T>(p[0], p[1], kk, h, ql, qh);
-      for (int i = 0; i < MB; ++i) {
-        lo[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i]);
-        hi[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i]);
+      for (int kk = 0; kk < 16; ++kk) {
+        __m512 ql, qh;
+        quants16<T>(q0, q1, kk, h, ql, qh);
+        for (int i = 0; i < MB; ++i) {
+          lo[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i]);
+          hi[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i]);
+        }
       }
-    }
-    __m512 d, m;
-    factors16<T>(p[0], p[1], d, m);
-    for (int i = 0; i < MB; ++i) {
-      acc[i] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i], hi[i]), acc[i]);
-      acc[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i]);
+      __m512 d, m;
+      factors16<T>(p[0], p[1], j, d, m);
+      for (int i = 0; i < MB; ++i) {
+        acc[i] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i], hi[i]), acc[i]);
+        acc[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i]);
+      }
     }
   }
   for (int i = 0; i < MB; ++i) {
@@ -888,17 +1025,32 @@ void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t g
   });
 }
 
-// groups [g0, g1) of blocks w (N, blocks per row) packed into out, in the layouts above
+// the 32 quants of sub-block c of a K-quant superblock b, unsigned, as bytes
 template <int T>
-void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t g0, int64_t g1, uint8_t* out) {
+inline void sub_quants(const uint8_t* b, int c, uint8_t* q) {
+  for (int i = 0; i < 32; ++i) q[i] = (b[16 + 32 * (c / 2) + i] >> (4 * (c % 2))) & 0x0F;
+}
+
+// groups [g0, g1) of blocks w (N, units per row) packed into out, in the layouts above
+template <int T>
+void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t units, int64_t g0, int64_t g1, uint8_t* out) {
   for (int64_t g = g0; g < g1; ++g)
-    for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* p = out + (g * blocks + b) * pack_bytes<T>();
+    for (int64_t u = 0; u < units; ++u) {
+      uint8_t* p = out + (g * units + u) * pack_bytes<T>();
       for (int64_t j = 0; j < kPackRows; ++j) {
-        const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + b * block_bytes(T);
+        const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + u * block_bytes(T);
         std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
         if constexpr (T == kQ8_0) {
           std::memcpy(p + pack_head<T>() + pack_quants<T>() * j, blk + 2, 32);
+        } else if constexpr (T == kQ4_K) {
+          std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // dmin
+          for (int i = 0; i < 3; ++i) std::memcpy(p + 4 * kPackRows * (1 + i) + 4 * j, blk + 4 + 4 * i, 4);
+          for (int c = 0; c < pack_subs<T>(); ++c) {
+            uint8_t q[32];
+            sub_quants<T>(blk, c, q);
+            uint8_t* nibbles = p + pack_head<T>() + c * pack_block<T>() + pack_high<T>();
+            for (int kk = 0; kk < 16; ++kk) nibbles[kPackRows * kk + j] = q[kk] | (q[16 + kk] << 4);
+          }
         } else {
           if constexpr (T == kQ4_1) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
           if constexpr (T == kQ5_0) std::memcpy(p + pack_head<T>() + 4 * j, blk + 2, 4);  // qh
@@ -1229,7 +1381,8 @@ void check_blocks(const at::Tensor& w, int64_t type, int64_t K) {
   TORCH_CHECK(block_bytes(type) > 0, "unsupported block type ", type);
   TORCH_CHECK(w.scalar_type() == at::kByte && w.dim() == 2 && w.is_contiguous() && w.device().is_cpu(),
               "blocks must be a contiguous (N, row bytes) uint8 CPU tensor");
-  TORCH_CHECK(K > 0 && K % kBlock == 0 && w.size(1) == K / kBlock * block_bytes(type),
+  const int64_t bw = block_weights(type);
+  TORCH_CHECK(K > 0 && K % bw == 0 && w.size(1) == K / bw * block_bytes(type),
               "blocks do not hold rows of ", K, " weights");
 }
 
@@ -1240,9 +1393,9 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
                    const c10::optional<at::Tensor>& bias) {
   TORCH_CHECK(block_bytes(type) > 0, "unsupported packed block type ", type);
   TORCH_CHECK(w.scalar_type() == at::kByte && w.dim() == 2 && w.is_contiguous() && w.device().is_cpu(),
-              "packed blocks must be a contiguous (N / 8, K / 32 * packed block bytes) uint8 CPU tensor");
-  const int64_t M = x.size(0), K = x.size(1), G = w.size(0), N = G * kPackRows;
-  TORCH_CHECK(K > 0 && K % kBlock == 0 && w.size(1) == K / kBlock * pack_bytes(type),
+              "packed blocks must be a contiguous (N / 8, K / block weights * packed block bytes) uint8 CPU tensor");
+  const int64_t M = x.size(0), K = x.size(1), G = w.size(0), N = G * kPackRows, bw = block_weights(type);
+  TORCH_CHECK(K > 0 && K % bw == 0 && w.size(1) == K / bw * pack_bytes(type),
               "packed blocks do not hold rows of ", K, " weights");
   at::Tensor y = at::empty({M, N}, x.options());
   const float* xp = x.data_ptr<float>();
@@ -1275,9 +1428,9 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   return y;
 }
 
-// x (M, K) @ W^T + bias, W (N, K) given as GGUF blocks of `type`: w (N, K / 32 * block
-// bytes); or, with kPacked in `type`, as qpack made them: w (N / 8, K / 32 * packed
-// block bytes)
+// x (M, K) @ W^T + bias, W (N, K) given as GGUF blocks of `type`: w (N, K / block
+// weights * block bytes); or, with kPacked in `type`, as qpack made them: w (N / 8,
+// K / block weights * packed block bytes)
 at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
                    const c10::optional<at::Tensor>& bias) {
   check(x_in, "x");
@@ -1300,18 +1453,18 @@ at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
   return y;
 }
 
-// blocks w (N, K / 32 * block bytes), N a multiple of 8, packed eight rows side by side
-// for plinear: (N / 8, K / 32 * packed block bytes)
+// blocks w (N, K / block weights * block bytes), N a multiple of 8, packed eight rows
+// side by side for plinear: (N / 8, K / block weights * packed block bytes)
 at::Tensor qpack(const at::Tensor& w, int64_t type, int64_t K) {
   check_blocks(w, type, K);
-  const int64_t N = w.size(0), blocks = K / kBlock, row_bytes = w.size(1);
+  const int64_t N = w.size(0), units = K / block_weights(type), row_bytes = w.size(1);
   TORCH_CHECK(N % kPackRows == 0, "packing takes rows in eights, got ", N);
-  at::Tensor out = at::empty({N / kPackRows, blocks * pack_bytes(type)}, w.options());
+  at::Tensor out = at::empty({N / kPackRows, units * pack_bytes(type)}, w.options());
   const uint8_t* wp = w.data_ptr<uint8_t>();
   uint8_t* op = out.data_ptr<uint8_t>();
   with_type(type, [&](auto t) {
     at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
-      pack_groups<decltype(t)::value>(wp, row_bytes, blocks, g0, g1, op);
+      pack_groups<decltype(t)::value>(wp, row_bytes, units, g0, g1, op);
     });
   });
   return out;
@@ -1399,7 +1552,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
-  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0)");
+  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K)");
   m.def("qpack", &qpack, nogil(), "GGUF blocks packed eight rows side by side, for qlinear");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");
   m.def("rms_norm", &rms_norm, nogil(), "RMSNorm of each row");

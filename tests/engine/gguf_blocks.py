@@ -8,13 +8,17 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize, quantize
 
-from gen.engine.quantised import Q4_0, Q4_1, Q4_K, Q5_0, Q8_0
+from gen.engine.quantised import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0
 
-TYPES = {kind: GGMLQuantizationType(kind) for kind in (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K)}
+TYPES = {kind: GGMLQuantizationType(kind) for kind in (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)}
 QUANTISED = (Q4_0, Q4_1, Q8_0)  # blocks made here by gguf-py's quantize; the rest at random
 # the float16 fields of a block: (byte offset, log2 of the smallest and largest magnitude;
 # below -14, subnormal)
-HALVES = {Q5_0: [(0, -16, -4)], Q4_K: [(0, -18, -12), (2, -18, -12)]}
+HALVES = {
+    Q5_0: [(0, -16, -4)],
+    Q4_K: [(0, -18, -12), (2, -18, -12)],
+    Q6_K: [(208, -18, -12)],
+}
 
 
 def block_weights(kind: int) -> int:
@@ -49,7 +53,8 @@ def packed_form(raw: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.
     """The blocks as the packed kernels read them, per block of 32 weights: the quants q
     (rows, blocks, 32), integers, and the factors a and b (rows, blocks), float32, of the
     weights a q + b (Q4_0: d and -8 d, Q4_1: d and m, Q5_0: d and -16 d; Q4_K's
-    sub-blocks: d * sc and -dmin * min)."""
+    sub-blocks: d * sc and -dmin * min); for Q6_K, whose quants are less 32, the scales
+    d * sc of the block's two sub-blocks of 16."""
     n = raw.shape[0]
     blocks = raw.reshape(n, -1, GGML_QUANT_SIZES[TYPES[kind]][1])
 
@@ -59,6 +64,16 @@ def packed_form(raw: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.
     def nibbles(qs: np.ndarray) -> np.ndarray:  # weights 0..15 low, 16..31 high
         return np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.int64)
 
+    if kind == Q6_K:  # weight 128h + 32t + l: a nibble of ql[64h + 32 (t % 2) + l] (the
+        # low one for t < 2), the top two bits at 2t in qh[32h + l]
+        ql = blocks[..., :128].reshape(n, -1, 2, 2, 32).astype(np.int64)
+        low = np.stack([ql[..., 0, :], ql[..., 1, :], ql[..., 0, :] >> 4, ql[..., 1, :] >> 4], 3)
+        qh = blocks[..., 128:192].reshape(n, -1, 2, 1, 32).astype(np.int64)
+        top = (qh >> (2 * np.arange(4))[:, None]) & 3
+        q = ((low & 0x0F) | (top << 4)).reshape(n, -1, 32) - 32
+        scales = half(208)[..., None] * blocks[..., 192:208].view(np.int8).astype(np.float32)
+        scales = scales.reshape(n, -1, 2)
+        return q, scales[..., 0], scales[..., 1]
     d = half(0)
     if kind == Q4_K:  # sub-block 2c: the low nibbles of bytes 32c.., 2c + 1: the high ones
         s = blocks[..., 4:16].astype(np.int64)  # 6-bit scales and minimums, packed
@@ -79,10 +94,14 @@ def packed_form(raw: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def packed_weights(raw: np.ndarray, kind: int) -> np.ndarray:
-    """The weights of packed_form, (rows, K) float32: a q + b, each operation rounded."""
+    """The weights of packed_form, (rows, K) float32: a q + b, each operation rounded
+    (Q6_K: a q and b q)."""
     q, a, b = packed_form(raw, kind)
-    w = a[..., None] * q.astype(np.float32) + b[..., None]
-    return w.reshape(raw.shape[0], -1)
+    if kind == Q6_K:
+        w = np.concatenate([a[..., None] * q[..., :16], b[..., None] * q[..., 16:]], axis=-1)
+    else:
+        w = a[..., None] * q.astype(np.float32) + b[..., None]
+    return w.astype(np.float32).reshape(raw.shape[0], -1)
 
 
 def packed_reference(
@@ -91,9 +110,10 @@ def packed_reference(
     """x @ W^T (+ bias) for blocks `raw` of a factored type, in the packed kernels' order:
     per block of 32, lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31,
     each a chain of fused multiply-adds from 0, then acc = fma(a, lo + hi, acc) and
-    acc = fma(b, the block's sum of x, acc), block after block; then + bias. A fused
-    multiply-add is emulated in float64 (exact products of a float32 and a quant or a
-    scale), rounded once to float32."""
+    acc = fma(b, the block's sum of x, acc) (Q6_K: acc = fma(a, lo, acc) and
+    acc = fma(b, hi, acc)), block after block; then + bias. A fused multiply-add is
+    emulated in float64 (exact products of a float32 and a quant or a scale), rounded
+    once to float32."""
     q, a, b = (v.astype(np.float64) for v in packed_form(raw, kind))
     x64 = x.astype(np.float64)
     acc = np.zeros((x.shape[0], raw.shape[0]), dtype=np.float32)
@@ -108,6 +128,10 @@ def packed_reference(
             for j in range(start, start + 16):
                 chain = f32(x64[:, 32 * blk + j, None] * q[None, :, blk, j] + chain)
             halves.append(chain)
+        if kind == Q6_K:
+            acc = f32(a[None, :, blk] * halves[0].astype(np.float64) + acc)
+            acc = f32(b[None, :, blk] * halves[1].astype(np.float64) + acc)
+            continue
         both = f32(halves[0] + halves[1]).astype(np.float64)
         acc = f32(a[None, :, blk] * both + acc)
         acc = f32(b[None, :, blk] * sx[:, None] + acc)

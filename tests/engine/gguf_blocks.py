@@ -8,15 +8,19 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize, quantize
 
-from gen.engine.quantised import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0
+from gen.engine.quantised import Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0
 
-TYPES = {kind: GGMLQuantizationType(kind) for kind in (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)}
+TYPES = {
+    kind: GGMLQuantizationType(kind) for kind in (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)
+}
 QUANTISED = (Q4_0, Q4_1, Q8_0)  # blocks made here by gguf-py's quantize; the rest at random
 # the float16 fields of a block: (byte offset, log2 of the smallest and largest magnitude;
 # below -14, subnormal)
 HALVES = {
     Q5_0: [(0, -16, -4)],
+    Q5_1: [(0, -16, -4), (2, -16, -4)],
     Q4_K: [(0, -18, -12), (2, -18, -12)],
+    Q5_K: [(0, -18, -12), (2, -18, -12)],
     Q6_K: [(208, -18, -12)],
 }
 
@@ -52,8 +56,8 @@ def f32(v: np.ndarray) -> np.ndarray:
 def packed_form(raw: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The blocks as the packed kernels read them, per block of 32 weights: the quants q
     (rows, blocks, 32), integers, and the factors a and b (rows, blocks), float32, of the
-    weights a q + b (Q4_0: d and -8 d, Q4_1: d and m, Q5_0: d and -16 d; Q4_K's
-    sub-blocks: d * sc and -dmin * min); for Q6_K, whose quants are less 32, the scales
+    weights a q + b (Q4_0: d and -8 d, Q4_1 and Q5_1: d and m, Q5_0: d and -16 d; Q4_K's
+    and Q5_K's sub-blocks: d * sc and -dmin * min); for Q6_K, whose quants are less 32, the scales
     d * sc of the block's two sub-blocks of 16."""
     n = raw.shape[0]
     blocks = raw.reshape(n, -1, GGML_QUANT_SIZES[TYPES[kind]][1])
@@ -75,21 +79,27 @@ def packed_form(raw: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray, np.
         scales = scales.reshape(n, -1, 2)
         return q, scales[..., 0], scales[..., 1]
     d = half(0)
-    if kind == Q4_K:  # sub-block 2c: the low nibbles of bytes 32c.., 2c + 1: the high ones
+    if kind in (Q4_K, Q5_K):  # sub-block 2c: the low nibbles of bytes 32c.., 2c + 1: the
+        # high ones; Q5_K's fifth bit of weight l of sub-block j: bit j of qh[l]
         s = blocks[..., 4:16].astype(np.int64)  # 6-bit scales and minimums, packed
         sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 15) | (s[..., 0:4] >> 6 << 4)], -1)
         mn = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | (s[..., 4:8] >> 6 << 4)], -1)
-        qs = blocks[..., 16:144].reshape(n, -1, 4, 32).astype(np.int64)
+        at = 16 if kind == Q4_K else 48
+        qs = blocks[..., at : at + 128].reshape(n, -1, 4, 32).astype(np.int64)
         q = np.stack([qs & 0x0F, qs >> 4], axis=3).reshape(n, -1, 32)
+        if kind == Q5_K:
+            qh = blocks[..., None, 16:48].astype(np.int64)
+            q = q | (((qh >> np.arange(8)[:, None]) & 1) << 4).reshape(q.shape)
         a = d[..., None] * sc.astype(np.float32)
         b = -(half(2)[..., None] * mn.astype(np.float32))
         return q, a.reshape(n, -1), b.reshape(n, -1)
-    q = nibbles(blocks[..., {Q4_0: 2, Q4_1: 4, Q5_0: 6}[kind] :][..., :16])
-    if kind == Q5_0:
-        qh = blocks[..., 2:6].copy().view("<u4")
+    at = {Q4_0: 2, Q4_1: 4, Q5_0: 6, Q5_1: 8}[kind]  # the nibbles, after (Q5) qh
+    q = nibbles(blocks[..., at : at + 16])
+    if kind in (Q5_0, Q5_1):
+        qh = blocks[..., at - 4 : at].copy().view("<u4")
         q |= ((qh >> np.arange(32, dtype=np.uint32)) & 1).astype(np.int64) << 4
     offset = {Q4_0: -8, Q5_0: -16}
-    b = half(2) if kind == Q4_1 else d * np.float32(offset[kind])
+    b = half(2) if kind in (Q4_1, Q5_1) else d * np.float32(offset[kind])
     return q, d, b
 
 

@@ -33,6 +33,8 @@ from gen.engine.quantised import (
     Q4_1,
     Q4_K,
     Q5_0,
+    Q5_1,
+    Q5_K,
     Q6_K,
     Q8_0,
     QuantEmbedding,
@@ -52,7 +54,7 @@ from tests.engine.gguf_blocks import (
 from tests.fakes import ByteTokenizer, tiny_config
 
 tok = ByteTokenizer()
-KINDS = [Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K]
+KINDS = [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K]
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +102,8 @@ def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
 
 
 # a packed block of eight rows: 32 weights each (the K-quants: 256)
-PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q8_0: 272, Q4_K: 1152, Q6_K: 1680}
+PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q5_1: 192, Q8_0: 272}
+PACKED_BYTES |= {Q4_K: 1152, Q5_K: 1408, Q6_K: 1680}
 
 
 @pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != Q8_0], ids=NAMES.get)
@@ -148,7 +151,8 @@ def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
 def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
     cases = [(Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False)]
     cases += [(Q5_0, 8, True), (Q5_0, 12, False), (Q4_K, 16, True), (Q4_K, 12, False)]
-    cases += [(Q6_K, 8, True), (Q6_K, 4, False)]
+    cases += [(Q6_K, 8, True), (Q6_K, 4, False), (Q5_1, 16, True), (Q5_1, 7, False)]
+    cases += [(Q5_K, 8, True), (Q5_K, 3, False)]
     for kind, rows, packs in cases:
         K = 2 * block_weights(kind)
         blocks, dense_w = blocks_of(kind, rows, K, rows + kind)
@@ -216,16 +220,15 @@ def test_unpermute_undoes_llama_cpps_permute() -> None:
 
 # ------------------------------------------------------------ the loader on a written file
 
-LAYOUT = {  # our parameter -> the GGUF tensor and its type in the file written below
-    "q_proj": ("attn_q", Q4_1),
-    "k_proj": ("attn_k", Q4_1),
-    "v_proj": ("attn_v", Q4_1),
-    "o_proj": ("attn_output", Q4_0),
-    "gate_proj": ("ffn_gate", Q5_0),
-    "up_proj": ("ffn_up", Q5_0),
-    "down_proj": ("ffn_down", Q4_K),  # layer 1's Q6_K, layer 2's float16: no kernel,
-}  # dequantised at load
-DOWN = [Q4_K, Q6_K, None]  # each layer's down projection
+# each layer's projections' block types in the file written below: q, k and v (attn_q,
+# attn_k, attn_v), the output (attn_output), gate and up (ffn_gate, ffn_up), down
+# (ffn_down; None: float16, which no kernel reads, dequantised at load)
+LAYERS = [
+    {"qkv_proj": Q4_1, "o_proj": Q4_0, "gate_up_proj": Q5_0, "down_proj": Q4_K},
+    {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": Q5_0, "down_proj": Q6_K},
+    {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": Q5_0, "down_proj": Q5_K},
+    {"qkv_proj": Q4_1, "o_proj": Q4_0, "gate_up_proj": Q5_0, "down_proj": None},
+]
 
 
 def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
@@ -233,7 +236,7 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
     the float32 model holding exactly the numbers the file stands for. K-quant blocks
     (rows of 256: a wider MLP than tiny_config's) are random, as gguf-py cannot write
     them."""
-    cfg = replace(tiny_config(tok.vocab_size), intermediate_size=256, num_layers=len(DOWN))
+    cfg = replace(tiny_config(tok.vocab_size), intermediate_size=256, num_layers=len(LAYERS))
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     reference = LlamaModel(cfg).eval()
@@ -257,34 +260,34 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
             back = back[unpermute(back.shape[0], heads)]
         return back
 
-    for i in range(cfg.num_layers):
+    for i, kinds in enumerate(LAYERS):
         attn = reference.layers[i].self_attn
         mlp = reference.layers[i].mlp
         h, kv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         qkv = attn.qkv_proj.weight.detach().numpy()
         q, kk, v = qkv[: h * d], qkv[h * d : (h + kv) * d], qkv[(h + kv) * d :]
         parts = [
-            put(f"blk.{i}.attn_q.weight", q, Q4_1, h),
-            put(f"blk.{i}.attn_k.weight", kk, Q4_1, kv),
-            put(f"blk.{i}.attn_v.weight", v, Q4_1),
+            put(f"blk.{i}.attn_q.weight", q, kinds["qkv_proj"], h),
+            put(f"blk.{i}.attn_k.weight", kk, kinds["qkv_proj"], kv),
+            put(f"blk.{i}.attn_v.weight", v, kinds["qkv_proj"]),
         ]
         state[f"layers.{i}.self_attn.qkv_proj.weight"] = torch.from_numpy(np.concatenate(parts))
         state[f"layers.{i}.self_attn.o_proj.weight"] = torch.from_numpy(
-            put(f"blk.{i}.attn_output.weight", attn.o_proj.weight.detach().numpy(), Q4_0)
+            put(f"blk.{i}.attn_output.weight", attn.o_proj.weight.detach().numpy(), kinds["o_proj"])
         )
         gate_up = mlp.gate_up_proj.weight.detach().numpy()
         half = cfg.intermediate_size
         state[f"layers.{i}.mlp.gate_up_proj.weight"] = torch.from_numpy(
             np.concatenate([
-                put(f"blk.{i}.ffn_gate.weight", gate_up[:half], Q5_0),
-                put(f"blk.{i}.ffn_up.weight", gate_up[half:], Q5_0),
+                put(f"blk.{i}.ffn_gate.weight", gate_up[:half], kinds["gate_up_proj"]),
+                put(f"blk.{i}.ffn_up.weight", gate_up[half:], kinds["gate_up_proj"]),
             ])
         )  # fmt: skip
         state[f"layers.{i}.mlp.down_proj.weight"] = torch.from_numpy(
             put(
                 f"blk.{i}.ffn_down.weight",
                 mlp.down_proj.weight.detach().numpy(),
-                DOWN[i],
+                kinds["down_proj"],
             )
         )
         for ours, theirs in (
@@ -316,18 +319,20 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     path = tmp_path / "tiny.gguf"
     reference, _ = write_gguf(path)
     model, counts = load_gguf_model(path, reference.cfg, k)
-    attn, mlp = model.layers[0].self_attn, model.layers[0].mlp
-    assert isinstance(attn.qkv_proj, QuantLinear) and attn.qkv_proj.kind == Q4_1
-    assert isinstance(attn.o_proj, QuantLinear) and attn.o_proj.kind == Q4_0
-    assert isinstance(mlp.gate_up_proj, QuantLinear) and mlp.gate_up_proj.kind == Q5_0
-    assert isinstance(mlp.down_proj, QuantLinear) and mlp.down_proj.kind == Q4_K
-    assert model.layers[1].mlp.down_proj.kind == Q6_K
-    assert not isinstance(model.layers[2].mlp.down_proj, QuantLinear)  # float16: float32 here
+    for layer, kinds in zip(model.layers, LAYERS, strict=True):
+        for name, kind in kinds.items():
+            part = "mlp" if name in ("gate_up_proj", "down_proj") else "self_attn"
+            module = layer.get_submodule(f"{part}.{name}")
+            if kind is None:  # float16 in the file: float32 here
+                assert not isinstance(module, QuantLinear)
+            else:
+                assert isinstance(module, QuantLinear) and module.kind == kind, (name, kind)
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
     cfg = reference.cfg
     down = cfg.intermediate_size * cfg.hidden_size
-    assert counts["float32"] == counts["Q4_K"] == counts["Q6_K"] == down
+    assert counts["float32"] == counts["Q4_K"] == counts["Q5_K"] == counts["Q6_K"] == down
+    assert counts["Q5_1"] == 2 * cfg.hidden_size * cfg.num_heads * cfg.head_dim
     assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
     packed_linears.pack_linears(reference, kernels=k)  # both through the kernels
     reference.use_kernels(k)

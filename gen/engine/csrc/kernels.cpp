@@ -155,9 +155,9 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // ------------------------------------------- quantised linear: GGUF blocks, read in place
 //
 // W's rows as a GGUF file stores them: blocks of 32 weights, each with its float16
-// scale (and, for Q4_1, its minimum), or the K-quants' superblocks of 256 weights (Q4_K:
-// eight sub-blocks of 32, each with a 6-bit scale and minimum under the superblock's
-// float16 ones; Q6_K: sixteen of 16 with an 8-bit scale each). A block is turned into float32 weights in registers, by exactly the formulas
+// scale (and, for Q4_1 and Q5_1, its minimum), or the K-quants' superblocks of 256
+// weights (Q4_K, Q5_K: eight sub-blocks of 32, each with a 6-bit scale and minimum under
+// the superblock's float16 ones; Q6_K: sixteen of 16 with an 8-bit scale each). A block is turned into float32 weights in registers, by exactly the formulas
 // of gguf-py's dequantize (d * q, or d * q + m, each operation rounded once), and those
 // weights go through the same accumulation as dot_block above. So a quantised product
 // equals, bit for bit, the float32 product over the dequantised matrix, while reading a
@@ -165,12 +165,18 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // embedding lookups, and matrices whose row count is not a multiple of 8 (the rest are
 // packed at load: below).
 
-enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14 };  // ggml's type numbers
+// ggml's type numbers
+enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14 };
 
 constexpr int64_t kBlock = 32;
 
 // weights in a block as the file stores it: 32, or a K-quant's superblock of 256
-constexpr int64_t block_weights(int64_t t) { return t == kQ4_K || t == kQ6_K ? 256 : kBlock; }
+constexpr int64_t block_weights(int64_t t) { return t == kQ4_K || t == kQ5_K || t == kQ6_K ? 256 : kBlock; }
+// what a type's blocks hold besides quants and d: a minimum (Q4_1, Q5_1), fifth bits (Q5),
+// Q4_K's 6-bit scales and minimums (Q4_K, Q5_K)
+constexpr bool has_min(int64_t t) { return t == kQ4_1 || t == kQ5_1; }
+constexpr bool fifth_bits(int64_t t) { return t == kQ5_0 || t == kQ5_1 || t == kQ5_K; }
+constexpr bool k_scales(int64_t t) { return t == kQ4_K || t == kQ5_K; }
 
 // the bytes of a block; 0: not a type the kernels read
 constexpr int64_t block_bytes(int64_t t) {
@@ -178,8 +184,10 @@ constexpr int64_t block_bytes(int64_t t) {
     case kQ4_0: return 18;
     case kQ4_1: return 20;
     case kQ5_0: return 22;
+    case kQ5_1: return 24;
     case kQ8_0: return 34;
     case kQ4_K: return 144;
+    case kQ5_K: return 176;
     case kQ6_K: return 210;
     default: return 0;
   }
@@ -192,8 +200,10 @@ inline void with_type(int64_t t, F&& f) {
     case kQ4_0: return f(std::integral_constant<int, kQ4_0>());
     case kQ4_1: return f(std::integral_constant<int, kQ4_1>());
     case kQ5_0: return f(std::integral_constant<int, kQ5_0>());
+    case kQ5_1: return f(std::integral_constant<int, kQ5_1>());
     case kQ8_0: return f(std::integral_constant<int, kQ8_0>());
     case kQ4_K: return f(std::integral_constant<int, kQ4_K>());
+    case kQ5_K: return f(std::integral_constant<int, kQ5_K>());
     case kQ6_K: return f(std::integral_constant<int, kQ6_K>());
     default: TORCH_CHECK(false, "unsupported block type ", t);
   }
@@ -210,8 +220,8 @@ inline __m256i bytes8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
 
-// the 6-bit scale and minimum of sub-block j (0..7) from a Q4_K superblock's twelve
-// scale bytes s (gguf-py's get_scale_min)
+// the 6-bit scale and minimum of sub-block j (0..7) from a Q4_K or Q5_K superblock's
+// twelve scale bytes s (gguf-py's get_scale_min)
 inline void scale_min(const uint8_t* s, int j, int& sc, int& mn) {
   if (j < 4) {
     sc = s[j] & 63;
@@ -223,9 +233,9 @@ inline void scale_min(const uint8_t* s, int j, int& sc, int& mn) {
 }
 
 // a block's scales as dequant8 takes them, each made by gguf-py's formula in float32:
-// d (and Q4_1's minimum m) for a block of 32; Q4_K's d * sc and dmin * min for each
-// sub-block of 32, Q6_K's d * sc for each of 16, exact products (an 11-bit significand
-// times a 6- or 8-bit integer)
+// d (and the minimum m of Q4_1, Q5_1) for a block of 32; Q4_K's and Q5_K's d * sc and
+// dmin * min for each sub-block of 32, Q6_K's d * sc for each of 16, exact products (an
+// 11-bit significand times a 6- or 8-bit integer)
 struct Scales {
   float d[16], m[8];
 };
@@ -233,7 +243,7 @@ struct Scales {
 template <int T>
 inline Scales block_scales(const uint8_t* b) {
   Scales s{};
-  if constexpr (T == kQ4_K) {
+  if constexpr (k_scales(T)) {
     const float d = half(b), dmin = half(b + 2);
     for (int j = 0; j < 8; ++j) {
       int sc, mn;
@@ -246,7 +256,7 @@ inline Scales block_scales(const uint8_t* b) {
     for (int j = 0; j < 16; ++j) s.d[j] = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
   } else {
     s.d[0] = half(b);
-    s.m[0] = T == kQ4_1 ? half(b + 2) : 0.0f;
+    s.m[0] = has_min(T) ? half(b + 2) : 0.0f;
   }
   return s;
 }
@@ -255,8 +265,9 @@ inline Scales block_scales(const uint8_t* b) {
 // 32, 32 in a superblock), by gguf-py's formulas. The bytes are zero- or sign-extended
 // straight from memory; a Q4 or Q5 weight j < 16 has its low four bits in the low nibble
 // of byte j, weight 16 + j in its high nibble, and a Q5 weight j its fifth bit in bit j
-// of the block's 32-bit qh; Q4_K's sub-block 2c takes the low nibbles of its bytes
-// 32c .. 32c + 31, sub-block 2c + 1 their high nibbles; Q6_K's weight 128h + 32t + l
+// of the block's 32-bit qh; Q4_K's and Q5_K's sub-block 2c takes the low nibbles of its
+// bytes 32c .. 32c + 31, sub-block 2c + 1 their high nibbles, and Q5_K's weight l of
+// sub-block j its fifth bit in bit j of qh[l]; Q6_K's weight 128h + 32t + l
 // takes its low four bits from a nibble of ql[64h + 32 (t % 2) + l] (the low one for
 // t < 2) and its top two from bits 2t, 2t + 1 of qh[32h + l], and is less 32. d * q is
 // exact in float32 (at most 19 bits times 6), so d * q + m rounds once either way: one
@@ -268,10 +279,14 @@ inline __m256 dequant8(const uint8_t* b, int g, const Scales& s) {
   if constexpr (T == kQ8_0) {
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * g));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(s.d[0]));
-  } else if constexpr (T == kQ4_K) {
-    const int j = g / 4;  // the sub-block
-    const __m256i bytes = bytes8(b + 16 + 32 * (j / 2) + 8 * (g % 4));
-    const __m256i v = j % 2 == 0 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
+  } else if constexpr (k_scales(T)) {
+    const int j = g / 4, l = 8 * (g % 4);  // the sub-block, the weight in it
+    const __m256i bytes = bytes8(b + (T == kQ4_K ? 16 : 48) + 32 * (j / 2) + l);
+    __m256i v = j % 2 == 0 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
+    if constexpr (T == kQ5_K) {
+      const __m256i fifth = _mm256_and_si256(_mm256_srl_epi32(bytes8(b + 16 + l), _mm_cvtsi32_si128(j)), _mm256_set1_epi32(1));
+      v = _mm256_or_si256(v, _mm256_slli_epi32(fifth, 4));
+    }
     return _mm256_fmsub_ps(_mm256_set1_ps(s.d[j]), _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[j]));
   } else if constexpr (T == kQ6_K) {
     const int h = g / 16, t = g / 4 % 4, l = 8 * (g % 4);  // weights 128h + 32t + l ..
@@ -282,19 +297,20 @@ inline __m256 dequant8(const uint8_t* b, int g, const Scales& s) {
     const __m256i v = _mm256_sub_epi32(_mm256_or_si256(low4, _mm256_slli_epi32(top2, 4)), _mm256_set1_epi32(32));
     return _mm256_mul_ps(_mm256_set1_ps(s.d[g / 2]), _mm256_cvtepi32_ps(v));
   } else {
-    constexpr int64_t at = T == kQ4_0 ? 2 : (T == kQ4_1 ? 4 : 6);  // the nibbles
+    constexpr int64_t at = (has_min(T) ? 4 : 2) + (fifth_bits(T) ? 4 : 0);  // the nibbles
     const __m256i bytes = bytes8(b + at + 8 * (g & 1));
     __m256i v = g < 2 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
-    if constexpr (T == kQ5_0) {
+    if constexpr (fifth_bits(T)) {
       uint32_t qh;
-      std::memcpy(&qh, b + 2, 4);
+      std::memcpy(&qh, b + at - 4, 4);
       const __m256i bit = _mm256_add_epi32(_mm256_set1_epi32(8 * g), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
       const __m256i fifth = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(qh)), bit), _mm256_set1_epi32(1));
-      v = _mm256_sub_epi32(_mm256_or_si256(v, _mm256_slli_epi32(fifth, 4)), _mm256_set1_epi32(16));
+      v = _mm256_or_si256(v, _mm256_slli_epi32(fifth, 4));
     }
     if constexpr (T == kQ4_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(8));
+    if constexpr (T == kQ5_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(16));
     const __m256 d = _mm256_set1_ps(s.d[0]);
-    if constexpr (T == kQ4_1) return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[0]));
+    if constexpr (has_min(T)) return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[0]));
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
   }
 }
@@ -394,25 +410,26 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 // from memory half again as fast). The weights are made by dequant8's formula and summed
 // in dot_block's order: the same bits as the float32 kernel over the dequantised matrix.
 //
-// Q4_0, Q4_1, Q5_0, Q4_K and Q6_K: rows in lanes, in blocks of 32 weights. A packed
-// block of eight rows holds its high bits, then sixteen times eight bytes: byte r of the
-// kk-th eight is row r's quants kk (low nibble) and 16 + kk (high nibble) of the block,
-// GGUF's own byte for the blocks of 32; the K-quants' sub-blocks are regrouped that way
-// at load. High bits: Q5_0's rows' 32-bit qh (bit i: weight i's fifth bit); Q6_K's two
+// The others (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): rows in lanes, in blocks of 32
+// weights. A packed block of eight rows holds its high bits, then sixteen times eight
+// bytes: byte r of the kk-th eight is row r's quants kk (low nibble) and 16 + kk (high
+// nibble) of the block, GGUF's own byte for the blocks of 32; the K-quants' sub-blocks
+// are regrouped that way at load. High bits: Q5's rows' 32-bit qh (bit i: weight i's
+// fifth bit; Q5_K's gathered at load from its qh bytes); Q6_K's two
 // sets of eight 32-bit words (bits 2i, 2i + 1 of the first: weight i's top two bits, of
 // the second: weight 16 + i's, the upper bit flipped: as a signed 2-bit number, the top
 // bits less 2, which a sign-extending shift puts in place with the quant's offset of
-// 32 already taken). Before the blocks, their scales: the eight float16 d;
-// (Q4_1) the eight minimums; a superblock's eight blocks follow the eight d and, for
-// Q4_K, the eight dmin and the rows' twelve scale bytes as three 32-bit words each (the
+// 32 already taken). Before the blocks, their scales: the eight float16 d; (Q4_1, Q5_1)
+// the eight minimums; a superblock's eight blocks follow the eight d and, for Q4_K and
+// Q5_K, the eight dmin and the rows' twelve scale bytes as three 32-bit words each (the
 // first four bytes of the eight rows, then the next four, then the last), for Q6_K the
 // rows' sixteen int8 scales (scale s of row r at byte 8s + r). The bytes are the file's,
-// rearranged: 144 for 256 Q4_K weights, 210 for Q6_K. One widening load and two
-// conversions (Q5_0, Q6_K: and the high bits shifted in) give weights kk and 16 + kk of
-// all eight rows, and each meets one element of x, broadcast. A block's sum is factored
-// as gguf-py's formula allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k + m sum_k x_k
-// (Q4_0: m = -8 d, Q5_0: m = -16 d; a Q4_K sub-block's d is d * sc and its m is
-// -dmin * min, gguf-py's exact products), so the quants are used as the small integers
+// rearranged: 144 for 256 Q4_K weights, 176 for Q5_K, 210 for Q6_K. One widening load
+// and two conversions (Q5, Q6_K: and the high bits shifted in) give weights kk and
+// 16 + kk of all eight rows, and each meets one element of x, broadcast. A block's sum is
+// factored as gguf-py's formula allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k +
+// m sum_k x_k (Q4_0: m = -8 d, Q5_0: m = -16 d; a Q4_K or Q5_K sub-block's d is d * sc
+// and its m is -dmin * min, gguf-py's exact products), so the quants are used as the small integers
 // they are and no weight is ever made: per eight weights one conversion and one fused
 // multiply-add, not one and two, and no horizontal sums. Q6_K's block is two sub-blocks
 // of 16, each with its scale d * sc, and its quants come less 32 (signed). Every
@@ -434,20 +451,22 @@ constexpr int64_t kPrefetchQ4 = 32, kPrefetchQ8 = 16;
 // a packed unit of eight rows: a block of 32, or a K-quant's superblock of eight
 template <int T>
 constexpr int64_t pack_subs() { return block_weights(T) / kBlock; }
-// the unit's scales: d, and Q4_1's minimums, or a superblock's d and dmin and scale
-// words (Q4_K) or int8 scales (Q6_K)
+// the unit's scales: d, and the minimums (Q4_1, Q5_1), or a superblock's d and dmin and
+// scale words (Q4_K, Q5_K) or int8 scales (Q6_K)
 template <int T>
 constexpr int64_t pack_head() {
   switch (T) {
-    case kQ4_1: return 2 * 2 * kPackRows;
-    case kQ4_K: return 2 * 2 * kPackRows + 12 * kPackRows;
+    case kQ4_1:
+    case kQ5_1: return 2 * 2 * kPackRows;
+    case kQ4_K:
+    case kQ5_K: return 2 * 2 * kPackRows + 12 * kPackRows;
     case kQ6_K: return 2 * kPackRows + 16 * kPackRows;
     default: return 2 * kPackRows;
   }
 }
-// a block's high bits (Q5_0's qh, Q6_K's two words a row), before its quants
+// a block's high bits (Q5's qh, Q6_K's two words a row), before its quants
 template <int T>
-constexpr int64_t pack_high() { return T == kQ5_0 ? 4 * kPackRows : (T == kQ6_K ? 8 * kPackRows : 0); }
+constexpr int64_t pack_high() { return fifth_bits(T) ? 4 * kPackRows : (T == kQ6_K ? 8 * kPackRows : 0); }
 template <int T>
 constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }  // per row
 template <int T>
@@ -557,13 +576,13 @@ inline __m256i move_bits(__m256i v, int from, int to) {
 }
 
 // weights kk and 16 + kk of a packed block's eight rows (p: the block) as float32
-// lanes: their quants (Q6_K's less 32), from the nibbles and the high bits in h0 (Q5_0:
+// lanes: their quants (Q6_K's less 32), from the nibbles and the high bits in h0 (Q5:
 // the rows' qh) and h1 (Q6_K: h0 weights 0..15's, h1 16..31's)
 template <int T>
 inline void quants8(const uint8_t* p, int kk, __m256i h0, __m256i h1, __m256& lo, __m256& hi) {
   const __m256i v = bytes8(p + pack_high<T>() + 8 * kk);
   __m256i l = _mm256_and_si256(v, _mm256_set1_epi32(0x0F)), u = _mm256_srli_epi32(v, 4);
-  if constexpr (T == kQ5_0) {
+  if constexpr (fifth_bits(T)) {
     const __m256i fifth = _mm256_set1_epi32(0x10);
     l = _mm256_or_si256(l, _mm256_and_si256(move_bits(h0, kk, 4), fifth));
     u = _mm256_or_si256(u, _mm256_and_si256(move_bits(h0, 16 + kk, 4), fifth));
@@ -586,8 +605,9 @@ inline __m256i field8(__m256i v, int at, int mask) {
   return _mm256_and_si256(_mm256_srl_epi32(v, _mm_cvtsi32_si128(at)), _mm256_set1_epi32(mask));
 }
 
-// Q4_K sub-block j's 6-bit scale and minimum in each row's lane, from the rows' scale
-// words (at `words`: scale_min's formulas, a byte of the twelve being a byte of a word)
+// a Q4_K or Q5_K sub-block j's 6-bit scale and minimum in each row's lane, from the rows'
+// scale words (at `words`: scale_min's formulas, a byte of the twelve being a byte of a
+// word)
 inline void scale_min8(const uint8_t* words, int j, __m256i& sc, __m256i& mn) {
   const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words));
   const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 4 * kPackRows));
@@ -610,13 +630,13 @@ inline void factors8(const uint8_t* p, int j, __m256& d, __m256& m) {
   if constexpr (T == kQ6_K) {
     m = times8(d, p + 2 * kPackRows + 16 * j + kPackRows);
     d = times8(d, p + 2 * kPackRows + 16 * j);
-  } else if constexpr (T == kQ4_K) {
+  } else if constexpr (k_scales(T)) {
     __m256i sc, mn;
     scale_min8(p + 4 * kPackRows, j, sc, mn);
     const __m256 dmin = scales8(p + 2 * kPackRows);
     d = _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc));
     m = _mm256_mul_ps(_mm256_xor_ps(dmin, _mm256_set1_ps(-0.0f)), _mm256_cvtepi32_ps(mn));
-  } else if constexpr (T == kQ4_1) {
+  } else if constexpr (has_min(T)) {
     m = scales8(p + 2 * kPackRows);
   } else {
     m = _mm256_mul_ps(d, _mm256_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
@@ -774,7 +794,7 @@ inline void quants16(const uint8_t* p0, const uint8_t* p1, int kk, __m512i h0, _
   const int64_t at = pack_high<T>() + 8 * kk;
   const __m512i v = bytes16(p0 + at, p1 + at);
   __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(0x0F)), u = _mm512_srli_epi32(v, 4);
-  if constexpr (T == kQ5_0) {
+  if constexpr (fifth_bits(T)) {
     const __m512i fifth = _mm512_set1_epi32(0x10);
     l = _mm512_or_si512(l, _mm512_and_si512(move_bits(h0, kk, 4), fifth));
     u = _mm512_or_si512(u, _mm512_and_si512(move_bits(h0, 16 + kk, 4), fifth));
@@ -823,13 +843,13 @@ inline void factors16(const uint8_t* p0, const uint8_t* p1, int j, __m512& d, __
     const int64_t at = 2 * kPackRows + 16 * j;
     m = times16(d, p0 + at + kPackRows, p1 + at + kPackRows);
     d = times16(d, p0 + at, p1 + at);
-  } else if constexpr (T == kQ4_K) {
+  } else if constexpr (k_scales(T)) {
     __m512i sc, mn;
     scale_min16(p0 + 4 * kPackRows, p1 + 4 * kPackRows, j, sc, mn);
     const __m512 dmin = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
     d = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc));
     m = _mm512_mul_ps(_mm512_xor_ps(dmin, _mm512_set1_ps(-0.0f)), _mm512_cvtepi32_ps(mn));
-  } else if constexpr (T == kQ4_1) {
+  } else if constexpr (has_min(T)) {
     m = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
   } else {
     m = _mm512_mul_ps(d, _mm512_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
@@ -1122,7 +1142,8 @@ inline void sub_quants(const uint8_t* b, int c, uint8_t* q) {
       const int low4 = (b[64 * h + 32 * (t % 2) + i] >> (t < 2 ? 0 : 4)) & 0x0F;
       q[i] = static_cast<uint8_t>(low4 | (((b[128 + 32 * h + i] >> (2 * t)) & 3) << 4));
     } else {
-      q[i] = (b[16 + 32 * (c / 2) + i] >> (4 * (c % 2))) & 0x0F;
+      q[i] = (b[(T == kQ4_K ? 16 : 48) + 32 * (c / 2) + i] >> (4 * (c % 2))) & 0x0F;
+      if constexpr (T == kQ5_K) q[i] |= ((b[16 + i] >> c) & 1) << 4;
     }
   }
 }
@@ -1146,8 +1167,8 @@ void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t units, int64_t g0,
         std::memcpy(p + 2 * j, blk + (T == kQ6_K ? 208 : 0), 2);  // the float16 scale
         if constexpr (T == kQ8_0) {
           std::memcpy(p + pack_head<T>() + pack_quants<T>() * j, blk + 2, 32);
-        } else if constexpr (T == kQ4_K || T == kQ6_K) {
-          if constexpr (T == kQ4_K) {
+        } else if constexpr (block_weights(T) > kBlock) {
+          if constexpr (k_scales(T)) {
             std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // dmin
             for (int i = 0; i < 3; ++i) std::memcpy(p + 4 * kPackRows * (1 + i) + 4 * j, blk + 4 + 4 * i, 4);
           } else {
@@ -1162,13 +1183,19 @@ void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t units, int64_t g0,
               std::memcpy(block + 4 * j, top, 4);
               std::memcpy(block + 4 * (kPackRows + j), top + 1, 4);
             }
+            if constexpr (T == kQ5_K) {
+              uint32_t qh = 0;
+              for (int i = 0; i < 32; ++i) qh |= static_cast<uint32_t>(q[i] >> 4) << i;
+              std::memcpy(block + 4 * j, &qh, 4);
+            }
             uint8_t* nibbles = block + pack_high<T>();
             for (int kk = 0; kk < 16; ++kk) nibbles[kPackRows * kk + j] = (q[kk] & 0x0F) | (q[16 + kk] << 4);
           }
         } else {
-          if constexpr (T == kQ4_1) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
-          if constexpr (T == kQ5_0) std::memcpy(p + pack_head<T>() + 4 * j, blk + 2, 4);  // qh
-          const uint8_t* qs = blk + (T == kQ4_0 ? 2 : (T == kQ4_1 ? 4 : 6));
+          constexpr int64_t at = (has_min(T) ? 4 : 2) + (fifth_bits(T) ? 4 : 0);  // the nibbles
+          if constexpr (has_min(T)) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
+          if constexpr (fifth_bits(T)) std::memcpy(p + pack_head<T>() + 4 * j, blk + at - 4, 4);  // qh
+          const uint8_t* qs = blk + at;
           for (int kk = 0; kk < 16; ++kk) p[pack_head<T>() + pack_high<T>() + kPackRows * kk + j] = qs[kk];
         }
       }
@@ -1666,7 +1693,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
-  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)");
+  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)");
   m.def("qpack", &qpack, nogil(), "GGUF blocks packed eight rows side by side, for qlinear");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");
   m.def("rms_norm", &rms_norm, nogil(), "RMSNorm of each row");

@@ -1,17 +1,20 @@
 """Layers that run a GGUF file's own quantised blocks (`dtype gguf`).
 
-The weights stay as the file stores them, blocks of 32 with a float16 scale (Q4_0, Q8_0)
-or a scale and a minimum (Q4_1), and the compiled kernels (gen.engine.kernels `qlinear`,
-`qrows`) read them in place; activations stay float32.
+The weights stay as the file stores them, blocks of 32 with a float16 scale (Q4_0, Q5_0,
+Q8_0) or a scale and a minimum (Q4_1, Q5_1), or the K-quants' superblocks of 256 (Q4_K,
+Q5_K: eight sub-blocks of 32, a 6-bit scale and minimum each under float16 ones; Q6_K:
+sixteen of 16 with an 8-bit scale each), and the compiled kernels
+(gen.engine.kernels `qlinear`, `qrows`) read them in place; activations stay float32.
 
 Blocks are packed at load (`qpack`), eight rows side by side, from about the bytes the
 file holds:
 - Q8_0: each weight made by gguf-py's formula and summed in the float32 kernel's order,
   so a product equals, bit for bit, the float32 product over the dequantised matrix;
-- Q4_0 and Q4_1: rows in lanes, each block's sum factored as gguf-py's formula allows
-  (d * sum x q + m * sum x), so a weight is never made: a third less work per weight,
-  and one fixed order for every output whatever its batch. The last bits differ from the
-  float32 product's (the bundled model's greedy tokens and perplexity do not: tests).
+- the others: rows in lanes, each block of 32's sum factored as gguf-py's formula allows
+  (d * sum x q + m * sum x; Q6_K: d * sum x q for each half), so a weight is never made:
+  a third less work per weight, and one fixed order for every output whatever its batch.
+  The last bits differ from the float32 product's (the bundled model's greedy tokens and
+  perplexity do not: tests).
 Rows whose count is not a multiple of 8 stay as the file has them, dequantised in
 registers, bit for bit the float32 product.
 """
@@ -23,23 +26,29 @@ from types import ModuleType
 import torch
 from torch import nn
 
-Q4_0, Q4_1, Q8_0 = 2, 3, 8  # ggml's type numbers
+Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 2, 3, 6, 7, 8  # ggml's type numbers
+Q4_K, Q5_K, Q6_K = 12, 13, 14
 BLOCK = 32
-BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q8_0: 34}
-NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q8_0: "Q8_0"}
-PACKS = frozenset({Q4_0, Q4_1, Q8_0})  # block types the kernels pack (qpack)
+BLOCK_BYTES = {Q4_0: 18, Q4_1: 20, Q5_0: 22, Q5_1: 24, Q8_0: 34, Q4_K: 144, Q5_K: 176, Q6_K: 210}
+BLOCK_WEIGHTS = {kind: 256 if kind in (Q4_K, Q5_K, Q6_K) else BLOCK for kind in BLOCK_BYTES}
+NAMES = {Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q5_1: "Q5_1", Q8_0: "Q8_0"}
+NAMES |= {Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K"}
+PACKS = frozenset(BLOCK_BYTES)  # block types the kernels pack (qpack)
 PACKED = 0x100  # the kernels' flag on a block type: the blocks are packed
 PACK_ROWS = 8
 
 
-def runs(kind: int) -> bool:
-    """Do the kernels read this block type in place?"""
-    return kind in BLOCK_BYTES
+def runs(kind: int, in_features: int | None = None) -> bool:
+    """Do the kernels read this block type in place (over rows of `in_features`: whole
+    blocks)?"""
+    if kind not in BLOCK_BYTES:
+        return False
+    return in_features is None or (in_features > 0 and in_features % BLOCK_WEIGHTS[kind] == 0)
 
 
 class QuantLinear(nn.Module):
-    """y = x W^T + b with W (out, in) given as GGUF blocks: blocks (out, in / 32 * block
-    bytes), uint8, one row of blocks per output. Blocks of a multiple of 8 rows are held
+    """y = x W^T + b with W (out, in) given as GGUF blocks: blocks (out, in / block weights
+    * block bytes), uint8, one row of blocks per output. Blocks of a multiple of 8 rows are held
     packed (`packed`), and the blocks as given are not kept."""
 
     def __init__(
@@ -51,9 +60,9 @@ class QuantLinear(nn.Module):
         bias: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
-        if not runs(kind) or in_features % BLOCK:
+        if not runs(kind, in_features):
             raise ValueError(f"no kernel for block type {kind} over {in_features} inputs")
-        if blocks.shape[1] != in_features // BLOCK * BLOCK_BYTES[kind]:
+        if blocks.shape[1] != in_features // BLOCK_WEIGHTS[kind] * BLOCK_BYTES[kind]:
             raise ValueError(f"{tuple(blocks.shape)} blocks do not hold rows of {in_features}")
         self.in_features = in_features
         self.out_features = blocks.shape[0]

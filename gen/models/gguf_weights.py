@@ -3,11 +3,11 @@
 The file is memory-mapped (numpy, over the tensor table gen.models.gguf_header reads;
 gguf-py's own reader parses the whole vocabulary first, seconds) and each projection
 keeps its blocks:
-a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q8_0), otherwise
-dequantised once to float32 (K-quants, float16). Nothing is converted to a float32
-checkpoint first. Rows come out in Hugging Face's order: llama.cpp's converter permutes
-the rows of Llama's q and k projections for its rotary layout, and this undoes it, as
-transformers' GGUF loader does.
+a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+Q5_K, Q6_K), otherwise dequantised once to float32 (float16, other types). Nothing is converted
+to a float32 checkpoint first. Rows come out in Hugging Face's order: llama.cpp's
+converter permutes the rows of Llama's q and k projections for its rotary layout, and
+this undoes it, as transformers' GGUF loader does.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def load_gguf_model(
             )  # fmt: skip
         kinds = {weights.kind(t) for t in tensors}
         in_features = int(tensors[0].shape[0])  # GGUF shapes are (in, out)
-        if len(kinds) == 1 and runs(kind := kinds.pop()) and in_features % 32 == 0:
+        if len(kinds) == 1 and runs(kind := kinds.pop(), in_features):
             blocks = weights.blocks(list(zip(tensors, orders, strict=True)))
             counts[NAMES[kind]] += blocks.shape[0] * in_features
             return QuantLinear(blocks, kind, in_features, kernels, biases)
@@ -171,7 +171,7 @@ def load_gguf_model(
 
     embed = weights.get("token_embd.weight")
     dim = cfg.hidden_size
-    if runs(weights.kind(embed)) and dim % 32 == 0:
+    if runs(weights.kind(embed), dim):
         quant = QuantEmbedding(weights.blocks([(embed, None)]), weights.kind(embed), dim, kernels)
         model.embed_tokens = quant  # type: ignore[assignment]
         tied: nn.Module = quant.linear

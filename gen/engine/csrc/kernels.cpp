@@ -155,19 +155,59 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // ------------------------------------------- quantised linear: GGUF blocks, read in place
 //
 // W's rows as a GGUF file stores them: blocks of 32 weights, each with its float16
-// scale (and, for Q4_1, its minimum). A block is turned into float32 weights in
-// registers, by exactly the formulas of gguf-py's dequantize (d * q, or d * q + m, each
-// operation rounded once), and those weights go through the same accumulation as
-// dot_block above. So a quantised product equals, bit for bit, the float32 product over
-// the dequantised matrix, while reading a sixth (Q4) or a quarter (Q8_0) of the bytes.
-// These serve blocks as the file has them: embedding lookups, and matrices whose row
-// count is not a multiple of 8 (the rest are packed at load: below).
+// scale (and, for Q4_1 and Q5_1, its minimum), or the K-quants' superblocks of 256
+// weights (Q4_K, Q5_K: eight sub-blocks of 32, each with a 6-bit scale and minimum under
+// the superblock's float16 ones; Q6_K: sixteen of 16 with an 8-bit scale each). A block is turned into float32 weights in registers, by exactly the formulas
+// of gguf-py's dequantize (d * q, or d * q + m, each operation rounded once), and those
+// weights go through the same accumulation as dot_block above. So a quantised product
+// equals, bit for bit, the float32 product over the dequantised matrix, while reading a
+// sixth (Q4) to a quarter (Q8_0) of the bytes. These serve blocks as the file has them:
+// embedding lookups, and matrices whose row count is not a multiple of 8 (the rest are
+// packed at load: below).
 
-enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8 };  // ggml's type numbers
+// ggml's type numbers
+enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14 };
 
 constexpr int64_t kBlock = 32;
 
-constexpr int64_t block_bytes(int t) { return t == kQ4_0 ? 18 : (t == kQ4_1 ? 20 : 34); }
+// weights in a block as the file stores it: 32, or a K-quant's superblock of 256
+constexpr int64_t block_weights(int64_t t) { return t == kQ4_K || t == kQ5_K || t == kQ6_K ? 256 : kBlock; }
+// what a type's blocks hold besides quants and d: a minimum (Q4_1, Q5_1), fifth bits (Q5),
+// Q4_K's 6-bit scales and minimums (Q4_K, Q5_K)
+constexpr bool has_min(int64_t t) { return t == kQ4_1 || t == kQ5_1; }
+constexpr bool fifth_bits(int64_t t) { return t == kQ5_0 || t == kQ5_1 || t == kQ5_K; }
+constexpr bool k_scales(int64_t t) { return t == kQ4_K || t == kQ5_K; }
+
+// the bytes of a block; 0: not a type the kernels read
+constexpr int64_t block_bytes(int64_t t) {
+  switch (t) {
+    case kQ4_0: return 18;
+    case kQ4_1: return 20;
+    case kQ5_0: return 22;
+    case kQ5_1: return 24;
+    case kQ8_0: return 34;
+    case kQ4_K: return 144;
+    case kQ5_K: return 176;
+    case kQ6_K: return 210;
+    default: return 0;
+  }
+}
+
+// f(std::integral_constant<int, T>()) for block type t, one the kernels read
+template <class F>
+inline void with_type(int64_t t, F&& f) {
+  switch (t) {
+    case kQ4_0: return f(std::integral_constant<int, kQ4_0>());
+    case kQ4_1: return f(std::integral_constant<int, kQ4_1>());
+    case kQ5_0: return f(std::integral_constant<int, kQ5_0>());
+    case kQ5_1: return f(std::integral_constant<int, kQ5_1>());
+    case kQ8_0: return f(std::integral_constant<int, kQ8_0>());
+    case kQ4_K: return f(std::integral_constant<int, kQ4_K>());
+    case kQ5_K: return f(std::integral_constant<int, kQ5_K>());
+    case kQ6_K: return f(std::integral_constant<int, kQ6_K>());
+    default: TORCH_CHECK(false, "unsupported block type ", t);
+  }
+}
 
 inline float half(const uint8_t* p) {
   uint16_t h;
@@ -175,22 +215,102 @@ inline float half(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-// 8 weights of a block as float32: group g (0..3) of the 32, by gguf-py's formulas. The
-// bytes are zero- or sign-extended straight from memory; a Q4 weight j < 16 is the low
-// nibble of byte j, weight 16 + j its high nibble. d * q is exact in float32 (11 bits
-// times at most 8), so d * q + m rounds once either way: one fused multiply-add gives
-// the result of gguf-py's two operations.
+// the eight bytes at p as int32 lanes (zero-extended)
+inline __m256i bytes8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+// the 6-bit scale and minimum of sub-block j (0..7) from a Q4_K or Q5_K superblock's
+// twelve scale bytes s (gguf-py's get_scale_min)
+inline void scale_min(const uint8_t* s, int j, int& sc, int& mn) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    mn = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// a block's scales as dequant8 takes them, each made by gguf-py's formula in float32:
+// d (and the minimum m of Q4_1, Q5_1) for a block of 32; Q4_K's and Q5_K's d * sc and
+// dmin * min for each sub-block of 32, Q6_K's d * sc for each of 16, exact products (an
+// 11-bit significand times a 6- or 8-bit integer)
+struct Scales {
+  float d[16], m[8];
+};
+
 template <int T>
-inline __m256 dequant8(const uint8_t* b, int g, __m256 d, __m256 m) {
+inline Scales block_scales(const uint8_t* b) {
+  Scales s{};
+  if constexpr (k_scales(T)) {
+    const float d = half(b), dmin = half(b + 2);
+    for (int j = 0; j < 8; ++j) {
+      int sc, mn;
+      scale_min(b + 4, j, sc, mn);
+      s.d[j] = d * static_cast<float>(sc);
+      s.m[j] = dmin * static_cast<float>(mn);
+    }
+  } else if constexpr (T == kQ6_K) {
+    const float d = half(b + 208);
+    for (int j = 0; j < 16; ++j) s.d[j] = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
+  } else {
+    s.d[0] = half(b);
+    s.m[0] = has_min(T) ? half(b + 2) : 0.0f;
+  }
+  return s;
+}
+
+// 8 weights of a block as float32: group g (weights 8g .. 8g + 7; 4 groups in a block of
+// 32, 32 in a superblock), by gguf-py's formulas. The bytes are zero- or sign-extended
+// straight from memory; a Q4 or Q5 weight j < 16 has its low four bits in the low nibble
+// of byte j, weight 16 + j in its high nibble, and a Q5 weight j its fifth bit in bit j
+// of the block's 32-bit qh; Q4_K's and Q5_K's sub-block 2c takes the low nibbles of its
+// bytes 32c .. 32c + 31, sub-block 2c + 1 their high nibbles, and Q5_K's weight l of
+// sub-block j its fifth bit in bit j of qh[l]; Q6_K's weight 128h + 32t + l
+// takes its low four bits from a nibble of ql[64h + 32 (t % 2) + l] (the low one for
+// t < 2) and its top two from bits 2t, 2t + 1 of qh[32h + l], and is less 32. d * q is
+// exact in float32 (at most 19 bits times 6), so d * q + m rounds once either way: one
+// fused multiply-add (or multiply-subtract) gives the result of gguf-py's two
+// operations.
+template <int T>
+inline __m256 dequant8(const uint8_t* b, int g, const Scales& s) {
+  const __m256i low = _mm256_set1_epi32(0x0F);
   if constexpr (T == kQ8_0) {
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * g));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(s.d[0]));
+  } else if constexpr (k_scales(T)) {
+    const int j = g / 4, l = 8 * (g % 4);  // the sub-block, the weight in it
+    const __m256i bytes = bytes8(b + (T == kQ4_K ? 16 : 48) + 32 * (j / 2) + l);
+    __m256i v = j % 2 == 0 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
+    if constexpr (T == kQ5_K) {
+      const __m256i fifth = _mm256_and_si256(_mm256_srl_epi32(bytes8(b + 16 + l), _mm_cvtsi32_si128(j)), _mm256_set1_epi32(1));
+      v = _mm256_or_si256(v, _mm256_slli_epi32(fifth, 4));
+    }
+    return _mm256_fmsub_ps(_mm256_set1_ps(s.d[j]), _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[j]));
+  } else if constexpr (T == kQ6_K) {
+    const int h = g / 16, t = g / 4 % 4, l = 8 * (g % 4);  // weights 128h + 32t + l ..
+    const __m256i bytes = bytes8(b + 64 * h + 32 * (t % 2) + l);
+    const __m256i low4 = t < 2 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
+    const __m256i top2 = _mm256_and_si256(_mm256_srl_epi32(bytes8(b + 128 + 32 * h + l), _mm_cvtsi32_si128(2 * t)),
+                                          _mm256_set1_epi32(3));
+    const __m256i v = _mm256_sub_epi32(_mm256_or_si256(low4, _mm256_slli_epi32(top2, 4)), _mm256_set1_epi32(32));
+    return _mm256_mul_ps(_mm256_set1_ps(s.d[g / 2]), _mm256_cvtepi32_ps(v));
   } else {
-    const uint8_t* qs = b + (T == kQ4_1 ? 4 : 2) + 8 * (g & 1);
-    const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs)));
-    __m256i v = g < 2 ? _mm256_and_si256(bytes, _mm256_set1_epi32(0x0F)) : _mm256_srli_epi32(bytes, 4);
+    constexpr int64_t at = (has_min(T) ? 4 : 2) + (fifth_bits(T) ? 4 : 0);  // the nibbles
+    const __m256i bytes = bytes8(b + at + 8 * (g & 1));
+    __m256i v = g < 2 ? _mm256_and_si256(bytes, low) : _mm256_srli_epi32(bytes, 4);
+    if constexpr (fifth_bits(T)) {
+      uint32_t qh;
+      std::memcpy(&qh, b + at - 4, 4);
+      const __m256i bit = _mm256_add_epi32(_mm256_set1_epi32(8 * g), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const __m256i fifth = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(qh)), bit), _mm256_set1_epi32(1));
+      v = _mm256_or_si256(v, _mm256_slli_epi32(fifth, 4));
+    }
     if constexpr (T == kQ4_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(8));
-    if constexpr (T == kQ4_1) return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), m);
+    if constexpr (T == kQ5_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(16));
+    const __m256 d = _mm256_set1_ps(s.d[0]);
+    if constexpr (has_min(T)) return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v), _mm256_set1_ps(s.m[0]));
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
   }
 }
@@ -200,21 +320,21 @@ inline __m256 dequant8(const uint8_t* b, int g, __m256 d, __m256 m) {
 template <int T, int MB, int NB>
 inline void qdot_block(const float* x, int64_t ldx, const uint8_t* w, int64_t row_bytes,
                        int64_t K, float* y, int64_t ldy, const float* bias) {
-  constexpr int64_t bb = block_bytes(T);
+  constexpr int64_t bb = block_bytes(T), bw = block_weights(T);
   __m256 acc[MB][NB];
   for (int i = 0; i < MB; ++i)
     for (int j = 0; j < NB; ++j) acc[i][j] = _mm256_setzero_ps();
-  for (int64_t k = 0, o = 0; k < K; k += kBlock, o += bb) {
-    __m256 d[NB], m[NB];
+  for (int64_t k = 0, o = 0; k < K; k += bw, o += bb) {
+    Scales s[NB];
     for (int j = 0; j < NB; ++j) {
       const uint8_t* b = w + j * row_bytes + o;
-      _mm_prefetch(reinterpret_cast<const char*>(b + 4 * bb), _MM_HINT_T0);
-      d[j] = _mm256_set1_ps(half(b));
-      m[j] = _mm256_set1_ps(T == kQ4_1 ? half(b + 2) : 0.0f);
+      for (int64_t line = 0; line < bb; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(b + (bb > 64 ? bb : 4 * bb) + line), _MM_HINT_T0);
+      s[j] = block_scales<T>(b);
     }
-    for (int g = 0; g < 4; ++g)  // the rows side by side: NB independent chains
+    for (int g = 0; g < bw / 8; ++g)  // the rows side by side: NB independent chains
       for (int j = 0; j < NB; ++j) {
-        const __m256 wv = dequant8<T>(w + j * row_bytes + o, g, d[j], m[j]);
+        const __m256 wv = dequant8<T>(w + j * row_bytes + o, g, s[j]);
         for (int i = 0; i < MB; ++i)
           acc[i][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * ldx + k + 8 * g), wv, acc[i][j]);
       }
@@ -245,13 +365,12 @@ void qdot_rows(const float* x, int64_t K, const uint8_t* w, int64_t row_bytes,
 // rows [n0, n1) of W, written out as float32 (row-major, K per row)
 template <int T>
 void dequant_rows(const uint8_t* w, int64_t row_bytes, int64_t K, int64_t n0, int64_t n1, float* out) {
-  constexpr int64_t bb = block_bytes(T);
+  constexpr int64_t bb = block_bytes(T), bw = block_weights(T);
   for (int64_t n = n0; n < n1; ++n)
-    for (int64_t k = 0, o = 0; k < K; k += kBlock, o += bb) {
+    for (int64_t k = 0, o = 0; k < K; k += bw, o += bb) {
       const uint8_t* b = w + n * row_bytes + o;
-      const __m256 d = _mm256_set1_ps(half(b));
-      const __m256 m = _mm256_set1_ps(T == kQ4_1 ? half(b + 2) : 0.0f);
-      for (int g = 0; g < 4; ++g) _mm256_storeu_ps(out + (n - n0) * K + k + 8 * g, dequant8<T>(b, g, d, m));
+      const Scales s = block_scales<T>(b);
+      for (int g = 0; g < bw / 8; ++g) _mm256_storeu_ps(out + (n - n0) * K + k + 8 * g, dequant8<T>(b, g, s));
     }
 }
 
@@ -291,41 +410,78 @@ void qlinear_range(const float* x, int64_t M, int64_t K, const uint8_t* w, int64
 // from memory half again as fast). The weights are made by dequant8's formula and summed
 // in dot_block's order: the same bits as the float32 kernel over the dequantised matrix.
 //
-// Q4_0 and Q4_1: rows in lanes. The eight float16 scales, (Q4_1) the eight minimums, then
-// sixteen times eight bytes: byte r of the kk-th eight is row r's byte kk of the block,
-// GGUF's own byte (weight kk in its low nibble, weight 16 + kk in its high one). One
-// widening load and two conversions give weights kk and 16 + kk of all eight rows, and
-// each meets one element of x, broadcast. A block's sum is factored as gguf-py's formula
-// allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k + m sum_k x_k (Q4_0: m = -8 d), so the
-// quants are used as the small integers they are and no weight is ever made: per eight
-// weights one conversion and one fused multiply-add, not one and two, and no horizontal
-// sums. Every output is summed in one order, whatever its batch (fdot_block):
+// The others (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): rows in lanes, in blocks of 32
+// weights. A packed block of eight rows holds its high bits, then sixteen times eight
+// bytes: byte r of the kk-th eight is row r's quants kk (low nibble) and 16 + kk (high
+// nibble) of the block, GGUF's own byte for the blocks of 32; the K-quants' sub-blocks
+// are regrouped that way at load. High bits: Q5's rows' 32-bit qh (bit i: weight i's
+// fifth bit; Q5_K's gathered at load from its qh bytes); Q6_K's two
+// sets of eight 32-bit words (bits 2i, 2i + 1 of the first: weight i's top two bits, of
+// the second: weight 16 + i's, the upper bit flipped: as a signed 2-bit number, the top
+// bits less 2, which a sign-extending shift puts in place with the quant's offset of
+// 32 already taken). Before the blocks, their scales: the eight float16 d; (Q4_1, Q5_1)
+// the eight minimums; a superblock's eight blocks follow the eight d and, for Q4_K and
+// Q5_K, the eight dmin and the rows' twelve scale bytes as three 32-bit words each (the
+// first four bytes of the eight rows, then the next four, then the last), for Q6_K the
+// rows' sixteen int8 scales (scale s of row r at byte 8s + r). The bytes are the file's,
+// rearranged: 144 for 256 Q4_K weights, 176 for Q5_K, 210 for Q6_K. One widening load
+// and two conversions (Q5, Q6_K: and the high bits shifted in) give weights kk and
+// 16 + kk of all eight rows, and each meets one element of x, broadcast. A block's sum is
+// factored as gguf-py's formula allows, sum_k x_k (d q_k + m) = d sum_k x_k q_k +
+// m sum_k x_k (Q4_0: m = -8 d, Q5_0: m = -16 d; a Q4_K or Q5_K sub-block's d is d * sc
+// and its m is -dmin * min, gguf-py's exact products), so the quants are used as the small integers
+// they are and no weight is ever made: per eight weights one conversion and one fused
+// multiply-add, not one and two, and no horizontal sums. Q6_K's block is two sub-blocks
+// of 16, each with its scale d * sc, and its quants come less 32 (signed). Every
+// output is summed in one order, whatever its batch (fdot_block):
 //   lo = x_0 q_0 + ... + x_15 q_15 and hi = x_16 q_16 + ... + x_31 q_31, each a chain of
-//   fused multiply-adds from 0; then acc = fma(d, lo + hi, acc), acc = fma(m, sx, acc),
-//   block after block from acc = 0 (sx: the block's sum of x, block_sums); then + bias.
+//   fused multiply-adds from 0; then acc = fma(d, lo + hi, acc), acc = fma(m, sx, acc)
+//   (Q6_K: acc = fma(d_lo, lo, acc), acc = fma(d_hi, hi, acc)), block after block along
+//   K from acc = 0 (sx: the block's sum of x, block_sums); then + bias.
 // The arithmetic is not the float32 kernel's (a block's terms are grouped differently),
 // so the last bits of a product differ from it; the weights are the same numbers.
 
 constexpr int kPacked = 0x100;  // flag on a block type: the blocks are packed
 constexpr int64_t kPackRows = 8;
-// how many packed blocks ahead to fetch (measured on the bundled model, 2 cores: the Q4_1
-// layers' products 5.2 ms with 4 ahead, 3.97 with 16, 3.41 with 32; Q8_0 the same from 16)
+// how many packed blocks of 32 ahead to fetch (measured on the bundled model, 2 cores: the
+// Q4_1 layers' products 5.2 ms with 4 ahead, 3.97 with 16, 3.41 with 32; Q8_0 the same
+// from 16)
 constexpr int64_t kPrefetchQ4 = 32, kPrefetchQ8 = 16;
 
-// one block of 8 rows: scales (and, for Q4_1, minimums), then quants
+// a packed unit of eight rows: a block of 32, or a K-quant's superblock of eight
 template <int T>
-constexpr int64_t pack_scales() { return T == kQ4_1 ? 2 * 2 * kPackRows : 2 * kPackRows; }
+constexpr int64_t pack_subs() { return block_weights(T) / kBlock; }
+// the unit's scales: d, and the minimums (Q4_1, Q5_1), or a superblock's d and dmin and
+// scale words (Q4_K, Q5_K) or int8 scales (Q6_K)
+template <int T>
+constexpr int64_t pack_head() {
+  switch (T) {
+    case kQ4_1:
+    case kQ5_1: return 2 * 2 * kPackRows;
+    case kQ4_K:
+    case kQ5_K: return 2 * 2 * kPackRows + 12 * kPackRows;
+    case kQ6_K: return 2 * kPackRows + 16 * kPackRows;
+    default: return 2 * kPackRows;
+  }
+}
+// a block's high bits (Q5's qh, Q6_K's two words a row), before its quants
+template <int T>
+constexpr int64_t pack_high() { return fifth_bits(T) ? 4 * kPackRows : (T == kQ6_K ? 8 * kPackRows : 0); }
 template <int T>
 constexpr int64_t pack_quants() { return T == kQ8_0 ? 32 : 16; }  // per row
 template <int T>
-constexpr int64_t pack_bytes() { return pack_scales<T>() + pack_quants<T>() * kPackRows; }
-inline int64_t pack_bytes(int t) {
-  return t == kQ8_0 ? pack_bytes<kQ8_0>() : (t == kQ4_1 ? pack_bytes<kQ4_1>() : pack_bytes<kQ4_0>());
+constexpr int64_t pack_block() { return pack_high<T>() + pack_quants<T>() * kPackRows; }
+template <int T>
+constexpr int64_t pack_bytes() { return pack_head<T>() + pack_subs<T>() * pack_block<T>(); }
+inline int64_t pack_bytes(int64_t t) {
+  int64_t bytes = 0;
+  with_type(t, [&](auto type) { bytes = pack_bytes<decltype(type)::value>(); });
+  return bytes;
 }
 
 // group g (0..3) of row j's Q8_0 block as float32 weights, by dequant8's formula
 inline __m256 unpack8(const uint8_t* p, int j, int g, __m256 d) {
-  const uint8_t* q = p + pack_scales<kQ8_0>() + pack_quants<kQ8_0>() * j + 8 * g;
+  const uint8_t* q = p + pack_head<kQ8_0>() + pack_quants<kQ8_0>() * j + 8 * g;
   return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)))), d);
 }
 
@@ -414,7 +570,80 @@ void block_sums(const float* x, int64_t M, int64_t K, float* sx) {
   }
 }
 
-// MB rows of x (sx: their block sums) against GB packed Q4 groups, the first at w: each
+// bit `from` of each lane moved to bit `to`
+inline __m256i move_bits(__m256i v, int from, int to) {
+  return from >= to ? _mm256_srli_epi32(v, from - to) : _mm256_slli_epi32(v, to - from);
+}
+
+// weights kk and 16 + kk of a packed block's eight rows (p: the block) as float32
+// lanes: their quants (Q6_K's less 32), from the nibbles and the high bits in h0 (Q5:
+// the rows' qh) and h1 (Q6_K: h0 weights 0..15's, h1 16..31's)
+template <int T>
+inline void quants8(const uint8_t* p, int kk, __m256i h0, __m256i h1, __m256& lo, __m256& hi) {
+  const __m256i v = bytes8(p + pack_high<T>() + 8 * kk);
+  __m256i l = _mm256_and_si256(v, _mm256_set1_epi32(0x0F)), u = _mm256_srli_epi32(v, 4);
+  if constexpr (fifth_bits(T)) {
+    const __m256i fifth = _mm256_set1_epi32(0x10);
+    l = _mm256_or_si256(l, _mm256_and_si256(move_bits(h0, kk, 4), fifth));
+    u = _mm256_or_si256(u, _mm256_and_si256(move_bits(h0, 16 + kk, 4), fifth));
+  } else if constexpr (T == kQ6_K) {  // the top bits, less 2, sign-extended to bits 4 up
+    const __m256i low = _mm256_set1_epi32(0x0F);
+    l = _mm256_or_si256(l, _mm256_andnot_si256(low, _mm256_srai_epi32(_mm256_slli_epi32(h0, 30 - 2 * kk), 26)));
+    u = _mm256_or_si256(u, _mm256_andnot_si256(low, _mm256_srai_epi32(_mm256_slli_epi32(h1, 30 - 2 * kk), 26)));
+  }
+  lo = _mm256_cvtepi32_ps(l);
+  hi = _mm256_cvtepi32_ps(u);
+}
+
+// the eight int8 scales at p, times d
+inline __m256 times8(__m256 d, const uint8_t* p) {
+  return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+}
+
+// bits [at, at + 8) of each lane (a byte of a scale word), shifted down and masked
+inline __m256i field8(__m256i v, int at, int mask) {
+  return _mm256_and_si256(_mm256_srl_epi32(v, _mm_cvtsi32_si128(at)), _mm256_set1_epi32(mask));
+}
+
+// a Q4_K or Q5_K sub-block j's 6-bit scale and minimum in each row's lane, from the rows'
+// scale words (at `words`: scale_min's formulas, a byte of the twelve being a byte of a
+// word)
+inline void scale_min8(const uint8_t* words, int j, __m256i& sc, __m256i& mn) {
+  const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words));
+  const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 4 * kPackRows));
+  const int at = 8 * (j % 4);
+  if (j < 4) {
+    sc = field8(w0, at, 63);
+    mn = field8(w1, at, 63);
+  } else {
+    const __m256i w2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 8 * kPackRows));
+    sc = _mm256_or_si256(field8(w2, at, 0x0F), field8(w0, at + 2, 0x30));
+    mn = _mm256_or_si256(field8(w2, at + 4, 0x0F), field8(w1, at + 2, 0x30));
+  }
+}
+
+// the factors of block j of a packed unit's eight rows (p: the unit): d, and m, the
+// factor of the block's sum of x (Q6_K: the scales of its two sub-blocks of 16)
+template <int T>
+inline void factors8(const uint8_t* p, int j, __m256& d, __m256& m) {
+  d = scales8(p);
+  if constexpr (T == kQ6_K) {
+    m = times8(d, p + 2 * kPackRows + 16 * j + kPackRows);
+    d = times8(d, p + 2 * kPackRows + 16 * j);
+  } else if constexpr (k_scales(T)) {
+    __m256i sc, mn;
+    scale_min8(p + 4 * kPackRows, j, sc, mn);
+    const __m256 dmin = scales8(p + 2 * kPackRows);
+    d = _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc));
+    m = _mm256_mul_ps(_mm256_xor_ps(dmin, _mm256_set1_ps(-0.0f)), _mm256_cvtepi32_ps(mn));
+  } else if constexpr (has_min(T)) {
+    m = scales8(p + 2 * kPackRows);
+  } else {
+    m = _mm256_mul_ps(d, _mm256_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+  }
+}
+
+// MB rows of x (sx: their block sums) against GB packed groups, the first at w: each
 // output in the order above. MB x GB x 2 chains run side by side. x and sx are a tile of
 // MB rows as interleave() lays them out: block b's element kk of row i at
 // x[(b * 32 + kk) * MB + i], its sum at sx[b * MB + i] (a row's broadcasts sit at fixed
@@ -422,41 +651,56 @@ void block_sums(const float* x, int64_t M, int64_t K, float* sx) {
 template <int T, int MB, int GB>
 inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t* w,
                        int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
-  constexpr int64_t bb = pack_bytes<T>();
-  const int64_t blocks = K / kBlock;
+  constexpr int64_t ub = pack_bytes<T>(), subs = pack_subs<T>();
+  const int64_t units = K / (kBlock * subs);
   __m256 acc[MB][GB];
   for (int i = 0; i < MB; ++i)
     for (int g = 0; g < GB; ++g) acc[i][g] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t u = 0; u < units; ++u) {
     const uint8_t* p[GB];
     for (int g = 0; g < GB; ++g) {
-      p[g] = w + g * group_bytes + b * bb;
-      for (int64_t line = 0; line < bb; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
+      p[g] = w + g * group_bytes + u * ub;
+      for (int64_t line = 0; line < ub; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 / subs * ub + line), _MM_HINT_T0);
     }
-    __m256 lo[MB][GB], hi[MB][GB];
-    for (int i = 0; i < MB; ++i)
-      for (int g = 0; g < GB; ++g) lo[i][g] = hi[i][g] = _mm256_setzero_ps();
-    const float* xb = x + b * kBlock * MB;
-#pragma GCC unroll 16
-    for (int kk = 0; kk < 16; ++kk)
-#pragma GCC unroll 4
+    for (int j = 0; j < subs; ++j) {
+      const int64_t b = u * subs + j;  // the block of 32 along K
+      const uint8_t* q[GB];
+      __m256i h0[GB], h1[GB];
       for (int g = 0; g < GB; ++g) {
-        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[g] + pack_scales<T>() + 8 * kk));
-        const __m256i v = _mm256_cvtepu8_epi32(bytes);
-        const __m256 ql = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0F)));
-        const __m256 qh = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
-        for (int i = 0; i < MB; ++i) {
-          lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + kk * MB + i), ql, lo[i][g]);
-          hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + (16 + kk) * MB + i), qh, hi[i][g]);
-        }
+        q[g] = p[g] + pack_head<T>() + j * pack_block<T>();
+        h0[g] = pack_high<T>() > 0 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g]))
+                                   : _mm256_setzero_si256();
+        h1[g] = T == kQ6_K ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[g] + 4 * kPackRows))
+                           : _mm256_setzero_si256();
       }
-    for (int g = 0; g < GB; ++g) {
-      const __m256 d = scales8(p[g]);
-      const __m256 m = T == kQ4_1 ? scales8(p[g] + 2 * kPackRows) : _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
-      for (int i = 0; i < MB; ++i) {
-        acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
-        acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
+      __m256 lo[MB][GB], hi[MB][GB];
+      for (int i = 0; i < MB; ++i)
+        for (int g = 0; g < GB; ++g) lo[i][g] = hi[i][g] = _mm256_setzero_ps();
+      const float* xb = x + b * kBlock * MB;
+#pragma GCC unroll 16
+      for (int kk = 0; kk < 16; ++kk)
+#pragma GCC unroll 4
+        for (int g = 0; g < GB; ++g) {
+          __m256 ql, qh;
+          quants8<T>(q[g], kk, h0[g], h1[g], ql, qh);
+          for (int i = 0; i < MB; ++i) {
+            lo[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + kk * MB + i), ql, lo[i][g]);
+            hi[i][g] = _mm256_fmadd_ps(_mm256_broadcast_ss(xb + (16 + kk) * MB + i), qh, hi[i][g]);
+          }
+        }
+      for (int g = 0; g < GB; ++g) {
+        __m256 d, m;
+        factors8<T>(p[g], j, d, m);
+        for (int i = 0; i < MB; ++i) {
+          if constexpr (T == kQ6_K) {
+            acc[i][g] = _mm256_fmadd_ps(d, lo[i][g], acc[i][g]);
+            acc[i][g] = _mm256_fmadd_ps(m, hi[i][g], acc[i][g]);
+          } else {
+            acc[i][g] = _mm256_fmadd_ps(d, _mm256_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
+            acc[i][g] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(sx + b * MB + i), acc[i][g]);
+          }
+        }
       }
     }
   }
@@ -468,7 +712,7 @@ inline void fdot_block(const float* x, int64_t K, const float* sx, const uint8_t
     }
 }
 
-// MB rows of x against packed Q4 groups [g0, g1): two groups side by side for one or two
+// MB rows of x against packed groups [g0, g1): two groups side by side for one or two
 // rows (enough independent chains), one for more (the chains must fit in registers)
 template <int T, int MB>
 void fdot_groups(const float* x, int64_t K, const float* sx, const uint8_t* w,
@@ -526,64 +770,170 @@ inline __m512 halves16(const uint8_t* a, const uint8_t* b) {
   return _mm512_cvtph_ps(h);
 }
 
-// MB rows of x against two packed Q4 groups, the first at w: fdot_block's sums
-template <int T, int MB>
-inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8_t* w,
-                         int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
-  // (x and sx: a tile of MB rows as interleave() lays them out, as for fdot_block)
-  constexpr int64_t bb = pack_bytes<T>();
-  const int64_t blocks = K / kBlock;
-  __m512 acc[MB];
-  for (int i = 0; i < MB; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p[2];
-    for (int g = 0; g < 2; ++g) {
-      p[g] = w + g * group_bytes + b * bb;
-      for (int64_t line = 0; line < bb; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 * bb + line), _MM_HINT_T0);
-    }
-    __m512 lo[MB], hi[MB];
-    for (int i = 0; i < MB; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
-    const float* xb = x + b * kBlock * MB;
-#pragma GCC unroll 16
-    for (int kk = 0; kk < 16; ++kk) {
-      const int64_t at = pack_scales<T>() + 8 * kk;  // the two groups' bytes kk, side by side
-      const __m128i bytes = _mm_castpd_si128(_mm_loadh_pd(
-          _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p[0] + at))),
-          reinterpret_cast<const double*>(p[1] + at)));
-      const __m512i v = _mm512_cvtepu8_epi32(bytes);
-      const __m512 ql = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0F)));
-      const __m512 qh = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
-      for (int i = 0; i < MB; ++i) {
-        lo[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i]);
-        hi[i] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i]);
-      }
-    }
-    const __m512 d = halves16(p[0], p[1]);
-    const __m512 m = T == kQ4_1 ? halves16(p[0] + 2 * kPackRows, p[1] + 2 * kPackRows)
-                                : _mm512_mul_ps(d, _mm512_set1_ps(-8.0f));
-    for (int i = 0; i < MB; ++i) {
-      acc[i] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i], hi[i]), acc[i]);
-      acc[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i]);
-    }
+// the eight bytes at a and the eight at b as sixteen int32 lanes (zero-extended)
+inline __m512i bytes16(const uint8_t* a, const uint8_t* b) {
+  return _mm512_cvtepu8_epi32(_mm_castpd_si128(_mm_loadh_pd(
+      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a))),
+      reinterpret_cast<const double*>(b))));
+}
+
+// the eight 32-bit words at a and the eight at b as sixteen lanes
+inline __m512i words16(const uint8_t* a, const uint8_t* b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), 1);
+}
+
+inline __m512i move_bits(__m512i v, int from, int to) {
+  return from >= to ? _mm512_srli_epi32(v, from - to) : _mm512_slli_epi32(v, to - from);
+}
+
+// quants8 for two packed blocks side by side (p0's rows in lanes 0..7, p1's in 8..15)
+template <int T>
+inline void quants16(const uint8_t* p0, const uint8_t* p1, int kk, __m512i h0, __m512i h1, __m512& lo,
+                     __m512& hi) {
+  const int64_t at = pack_high<T>() + 8 * kk;
+  const __m512i v = bytes16(p0 + at, p1 + at);
+  __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(0x0F)), u = _mm512_srli_epi32(v, 4);
+  if constexpr (fifth_bits(T)) {
+    const __m512i fifth = _mm512_set1_epi32(0x10);
+    l = _mm512_or_si512(l, _mm512_and_si512(move_bits(h0, kk, 4), fifth));
+    u = _mm512_or_si512(u, _mm512_and_si512(move_bits(h0, 16 + kk, 4), fifth));
+  } else if constexpr (T == kQ6_K) {  // quants8's, the masks and ors in one ternary-logic op
+    const __m512i low = _mm512_set1_epi32(0x0F);
+    const __m512i tl = _mm512_srai_epi32(_mm512_slli_epi32(h0, 30 - 2 * kk), 26);
+    const __m512i tu = _mm512_srai_epi32(_mm512_slli_epi32(h1, 30 - 2 * kk), 26);
+    l = _mm512_ternarylogic_epi32(v, tl, low, 0xE4);  // low ? v : tl, bit by bit
+    u = _mm512_ternarylogic_epi32(u, tu, low, 0xE4);
   }
-  for (int i = 0; i < MB; ++i) {
-    __m512 s = acc[i];
-    if (bias != nullptr) s = _mm512_add_ps(s, _mm512_loadu_ps(bias));
-    _mm512_storeu_ps(y + i * ldy, s);
+  lo = _mm512_cvtepi32_ps(l);
+  hi = _mm512_cvtepi32_ps(u);
+}
+
+inline __m512i field16(__m512i v, int at, int mask) {
+  return _mm512_and_si512(_mm512_srl_epi32(v, _mm_cvtsi32_si128(at)), _mm512_set1_epi32(mask));
+}
+
+// scale_min8 for two packed units side by side
+inline void scale_min16(const uint8_t* words0, const uint8_t* words1, int j, __m512i& sc, __m512i& mn) {
+  const __m512i w0 = words16(words0, words1);
+  const __m512i w1 = words16(words0 + 4 * kPackRows, words1 + 4 * kPackRows);
+  const int at = 8 * (j % 4);
+  if (j < 4) {
+    sc = field16(w0, at, 63);
+    mn = field16(w1, at, 63);
+  } else {
+    const __m512i w2 = words16(words0 + 8 * kPackRows, words1 + 8 * kPackRows);
+    sc = _mm512_or_si512(field16(w2, at, 0x0F), field16(w0, at + 2, 0x30));
+    mn = _mm512_or_si512(field16(w2, at + 4, 0x0F), field16(w1, at + 2, 0x30));
   }
 }
 
-// MB rows of x against packed Q4 groups [g0, g1), two at a time; a group left over goes
-// through fdot_block (the same bits)
+// the eight int8 scales at a and the eight at b, times d
+inline __m512 times16(__m512 d, const uint8_t* a, const uint8_t* b) {
+  const __m128i bytes = _mm_castpd_si128(_mm_loadh_pd(
+      _mm_castsi128_pd(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a))), reinterpret_cast<const double*>(b)));
+  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)));
+}
+
+// factors8 for two packed units side by side
+template <int T>
+inline void factors16(const uint8_t* p0, const uint8_t* p1, int j, __m512& d, __m512& m) {
+  d = halves16(p0, p1);
+  if constexpr (T == kQ6_K) {
+    const int64_t at = 2 * kPackRows + 16 * j;
+    m = times16(d, p0 + at + kPackRows, p1 + at + kPackRows);
+    d = times16(d, p0 + at, p1 + at);
+  } else if constexpr (k_scales(T)) {
+    __m512i sc, mn;
+    scale_min16(p0 + 4 * kPackRows, p1 + 4 * kPackRows, j, sc, mn);
+    const __m512 dmin = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
+    d = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc));
+    m = _mm512_mul_ps(_mm512_xor_ps(dmin, _mm512_set1_ps(-0.0f)), _mm512_cvtepi32_ps(mn));
+  } else if constexpr (has_min(T)) {
+    m = halves16(p0 + 2 * kPackRows, p1 + 2 * kPackRows);
+  } else {
+    m = _mm512_mul_ps(d, _mm512_set1_ps(T == kQ4_0 ? -8.0f : -16.0f));
+  }
+}
+
+// MB rows of x against 2 * GP packed groups, the first at w, two a register:
+// fdot_block's sums
+template <int T, int MB, int GP>
+inline void fdot_block16(const float* x, int64_t K, const float* sx, const uint8_t* w,
+                         int64_t group_bytes, float* y, int64_t ldy, const float* bias) {
+  // (x and sx: a tile of MB rows as interleave() lays them out, as for fdot_block)
+  constexpr int64_t ub = pack_bytes<T>(), subs = pack_subs<T>();
+  const int64_t units = K / (kBlock * subs);
+  __m512 acc[MB][GP];
+  for (int i = 0; i < MB; ++i)
+    for (int g = 0; g < GP; ++g) acc[i][g] = _mm512_setzero_ps();
+  for (int64_t u = 0; u < units; ++u) {
+    const uint8_t* p[2 * GP];
+    for (int g = 0; g < 2 * GP; ++g) {
+      p[g] = w + g * group_bytes + u * ub;
+      for (int64_t line = 0; line < ub; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p[g] + kPrefetchQ4 / subs * ub + line), _MM_HINT_T0);
+    }
+    for (int j = 0; j < subs; ++j) {
+      const int64_t b = u * subs + j;  // the block of 32 along K
+      const uint8_t* q[2 * GP];
+      for (int g = 0; g < 2 * GP; ++g) q[g] = p[g] + pack_head<T>() + j * pack_block<T>();
+      __m512i h0[GP], h1[GP];
+      for (int g = 0; g < GP; ++g) {
+        h0[g] = pack_high<T>() > 0 ? words16(q[2 * g], q[2 * g + 1]) : _mm512_setzero_si512();
+        h1[g] = T == kQ6_K ? words16(q[2 * g] + 4 * kPackRows, q[2 * g + 1] + 4 * kPackRows) : _mm512_setzero_si512();
+      }
+      __m512 lo[MB][GP], hi[MB][GP];
+      for (int i = 0; i < MB; ++i)
+        for (int g = 0; g < GP; ++g) lo[i][g] = hi[i][g] = _mm512_setzero_ps();
+      const float* xb = x + b * kBlock * MB;
+#pragma GCC unroll 16
+      for (int kk = 0; kk < 16; ++kk)
+#pragma GCC unroll 2
+        for (int g = 0; g < GP; ++g) {
+          __m512 ql, qh;
+          quants16<T>(q[2 * g], q[2 * g + 1], kk, h0[g], h1[g], ql, qh);
+          for (int i = 0; i < MB; ++i) {
+            lo[i][g] = _mm512_fmadd_ps(_mm512_set1_ps(xb[kk * MB + i]), ql, lo[i][g]);
+            hi[i][g] = _mm512_fmadd_ps(_mm512_set1_ps(xb[(16 + kk) * MB + i]), qh, hi[i][g]);
+          }
+        }
+      for (int g = 0; g < GP; ++g) {
+        __m512 d, m;
+        factors16<T>(p[2 * g], p[2 * g + 1], j, d, m);
+        for (int i = 0; i < MB; ++i) {
+          if constexpr (T == kQ6_K) {
+            acc[i][g] = _mm512_fmadd_ps(d, lo[i][g], acc[i][g]);
+            acc[i][g] = _mm512_fmadd_ps(m, hi[i][g], acc[i][g]);
+          } else {
+            acc[i][g] = _mm512_fmadd_ps(d, _mm512_add_ps(lo[i][g], hi[i][g]), acc[i][g]);
+            acc[i][g] = _mm512_fmadd_ps(m, _mm512_set1_ps(sx[b * MB + i]), acc[i][g]);
+          }
+        }
+      }
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int g = 0; g < GP; ++g) {
+      __m512 s = acc[i][g];
+      if (bias != nullptr) s = _mm512_add_ps(s, _mm512_loadu_ps(bias + 2 * g * kPackRows));
+      _mm512_storeu_ps(y + i * ldy + 2 * g * kPackRows, s);
+    }
+}
+
+// MB rows of x against packed groups [g0, g1): four at a time for one or two rows (enough
+// independent chains), else two; a group left over goes through fdot_block (the same bits)
 template <int T, int MB>
 void fdot_groups16(const float* x, int64_t K, const float* sx, const uint8_t* w,
                    int64_t group_bytes, const float* bias, float* y, int64_t N, int64_t g0,
                    int64_t g1) {
+  constexpr int GP = MB <= 2 ? 2 : 1;
   auto at = [&](int64_t g) { return bias == nullptr ? nullptr : bias + g * kPackRows; };
   int64_t g = g0;
+  for (; g + 2 * GP <= g1; g += 2 * GP)
+    fdot_block16<T, MB, GP>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
   for (; g + 2 <= g1; g += 2)
-    fdot_block16<T, MB>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
+    fdot_block16<T, MB, 1>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
   if (g < g1) fdot_block<T, MB, 1>(x, K, sx, w + g * group_bytes, group_bytes, y + g * kPackRows, N, at(g));
 }
 
@@ -694,7 +1044,7 @@ inline void pdot_block16(const float* x, int64_t ldx, const uint8_t* group, int6
     const __m512 sc = _mm512_castps256_ps512(scales8(b));
     for (int p = 0; p < NP; ++p) {
       const __m512 d = _mm512_permutexvar_ps(pick[p], sc);
-      const uint8_t* q0 = b + pack_scales<kQ8_0>() + pack_quants<kQ8_0>() * (j0 + 2 * p);
+      const uint8_t* q0 = b + pack_head<kQ8_0>() + pack_quants<kQ8_0>() * (j0 + 2 * p);
       const uint8_t* q1 = q0 + pack_quants<kQ8_0>();
       for (int g = 0; g < 4; ++g) {
         const __m128i bytes = _mm_castpd_si128(_mm_loadh_pd(
@@ -734,7 +1084,7 @@ void pdot_groups16(const float* x, int64_t K, const uint8_t* w, int64_t group_by
 #pragma GCC pop_options
 
 // M rows of x (sx: their block sums; both interleaved in tiles of kTile16 rows if Wide, else
-// kTile8) against packed Q4 groups [g0, g1), on AVX-512 if Wide: the tiles pass over a run
+// kTile8) against packed groups [g0, g1), on AVX-512 if Wide: the tiles pass over a run
 // of groups small enough to stay in L2
 template <int T, bool Wide>
 void fdot_rows(const float* x, int64_t M, int64_t K, const float* sx, const uint8_t* w,
@@ -782,21 +1132,71 @@ void pdot_rows(const float* x, int64_t M, int64_t K, const uint8_t* w, int64_t g
   });
 }
 
-// groups [g0, g1) of blocks w (N, blocks per row) packed into out, in the layouts above
+// the quants of block c (weights 32c .. 32c + 31) of a K-quant superblock b, unsigned, as
+// bytes (dequant8's reading of the layouts)
 template <int T>
-void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t g0, int64_t g1, uint8_t* out) {
+inline void sub_quants(const uint8_t* b, int c, uint8_t* q) {
+  for (int i = 0; i < 32; ++i) {
+    if constexpr (T == kQ6_K) {
+      const int h = c / 4, t = c % 4;
+      const int low4 = (b[64 * h + 32 * (t % 2) + i] >> (t < 2 ? 0 : 4)) & 0x0F;
+      q[i] = static_cast<uint8_t>(low4 | (((b[128 + 32 * h + i] >> (2 * t)) & 3) << 4));
+    } else {
+      q[i] = (b[(T == kQ4_K ? 16 : 48) + 32 * (c / 2) + i] >> (4 * (c % 2))) & 0x0F;
+      if constexpr (T == kQ5_K) q[i] |= ((b[16 + i] >> c) & 1) << 4;
+    }
+  }
+}
+
+// Q6_K's top two bits of quants q[0..15] as one word, the upper one flipped: bits 2i,
+// 2i + 1 for quant i, as a 2-bit signed number its top bits less 2
+inline uint32_t top_bits(const uint8_t* q) {
+  uint32_t word = 0;
+  for (int i = 0; i < 16; ++i) word |= static_cast<uint32_t>((q[i] >> 4) ^ 2) << (2 * i);
+  return word;
+}
+
+// groups [g0, g1) of blocks w (N, units per row) packed into out, in the layouts above
+template <int T>
+void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t units, int64_t g0, int64_t g1, uint8_t* out) {
   for (int64_t g = g0; g < g1; ++g)
-    for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* p = out + (g * blocks + b) * pack_bytes<T>();
+    for (int64_t u = 0; u < units; ++u) {
+      uint8_t* p = out + (g * units + u) * pack_bytes<T>();
       for (int64_t j = 0; j < kPackRows; ++j) {
-        const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + b * block_bytes(T);
-        std::memcpy(p + 2 * j, blk, 2);  // the float16 scale
+        const uint8_t* blk = w + (g * kPackRows + j) * row_bytes + u * block_bytes(T);
+        std::memcpy(p + 2 * j, blk + (T == kQ6_K ? 208 : 0), 2);  // the float16 scale
         if constexpr (T == kQ8_0) {
-          std::memcpy(p + pack_scales<T>() + pack_quants<T>() * j, blk + 2, 32);
+          std::memcpy(p + pack_head<T>() + pack_quants<T>() * j, blk + 2, 32);
+        } else if constexpr (block_weights(T) > kBlock) {
+          if constexpr (k_scales(T)) {
+            std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // dmin
+            for (int i = 0; i < 3; ++i) std::memcpy(p + 4 * kPackRows * (1 + i) + 4 * j, blk + 4 + 4 * i, 4);
+          } else {
+            for (int i = 0; i < 16; ++i) p[2 * kPackRows + kPackRows * i + j] = blk[192 + i];  // int8 scales
+          }
+          for (int c = 0; c < pack_subs<T>(); ++c) {
+            uint8_t q[32];
+            sub_quants<T>(blk, c, q);
+            uint8_t* block = p + pack_head<T>() + c * pack_block<T>();
+            if constexpr (T == kQ6_K) {
+              const uint32_t top[2] = {top_bits(q), top_bits(q + 16)};
+              std::memcpy(block + 4 * j, top, 4);
+              std::memcpy(block + 4 * (kPackRows + j), top + 1, 4);
+            }
+            if constexpr (T == kQ5_K) {
+              uint32_t qh = 0;
+              for (int i = 0; i < 32; ++i) qh |= static_cast<uint32_t>(q[i] >> 4) << i;
+              std::memcpy(block + 4 * j, &qh, 4);
+            }
+            uint8_t* nibbles = block + pack_high<T>();
+            for (int kk = 0; kk < 16; ++kk) nibbles[kPackRows * kk + j] = (q[kk] & 0x0F) | (q[16 + kk] << 4);
+          }
         } else {
-          if constexpr (T == kQ4_1) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
-          const uint8_t* qs = blk + (T == kQ4_1 ? 4 : 2);
-          for (int kk = 0; kk < 16; ++kk) p[pack_scales<T>() + kPackRows * kk + j] = qs[kk];
+          constexpr int64_t at = (has_min(T) ? 4 : 2) + (fifth_bits(T) ? 4 : 0);  // the nibbles
+          if constexpr (has_min(T)) std::memcpy(p + 2 * (kPackRows + j), blk + 2, 2);  // the minimum
+          if constexpr (fifth_bits(T)) std::memcpy(p + pack_head<T>() + 4 * j, blk + at - 4, 4);  // qh
+          const uint8_t* qs = blk + at;
+          for (int kk = 0; kk < 16; ++kk) p[pack_head<T>() + pack_high<T>() + kPackRows * kk + j] = qs[kk];
         }
       }
     }
@@ -1119,10 +1519,11 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
 namespace {
 
 void check_blocks(const at::Tensor& w, int64_t type, int64_t K) {
-  TORCH_CHECK(type == kQ4_0 || type == kQ4_1 || type == kQ8_0, "unsupported block type ", type);
+  TORCH_CHECK(block_bytes(type) > 0, "unsupported block type ", type);
   TORCH_CHECK(w.scalar_type() == at::kByte && w.dim() == 2 && w.is_contiguous() && w.device().is_cpu(),
               "blocks must be a contiguous (N, row bytes) uint8 CPU tensor");
-  TORCH_CHECK(K > 0 && K % kBlock == 0 && w.size(1) == K / kBlock * block_bytes(type),
+  const int64_t bw = block_weights(type);
+  TORCH_CHECK(K > 0 && K % bw == 0 && w.size(1) == K / bw * block_bytes(type),
               "blocks do not hold rows of ", K, " weights");
 }
 
@@ -1131,11 +1532,11 @@ void check_blocks(const at::Tensor& w, int64_t type, int64_t K) {
 // x (M, K) @ W^T + bias, W packed by qpack from blocks of `type`
 at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
                    const c10::optional<at::Tensor>& bias) {
-  TORCH_CHECK(type == kQ4_0 || type == kQ4_1 || type == kQ8_0, "unsupported packed block type ", type);
+  TORCH_CHECK(block_bytes(type) > 0, "unsupported packed block type ", type);
   TORCH_CHECK(w.scalar_type() == at::kByte && w.dim() == 2 && w.is_contiguous() && w.device().is_cpu(),
-              "packed blocks must be a contiguous (N / 8, K / 32 * packed block bytes) uint8 CPU tensor");
-  const int64_t M = x.size(0), K = x.size(1), G = w.size(0), N = G * kPackRows;
-  TORCH_CHECK(K > 0 && K % kBlock == 0 && w.size(1) == K / kBlock * pack_bytes(type),
+              "packed blocks must be a contiguous (N / 8, K / block weights * packed block bytes) uint8 CPU tensor");
+  const int64_t M = x.size(0), K = x.size(1), G = w.size(0), N = G * kPackRows, bw = block_weights(type);
+  TORCH_CHECK(K > 0 && K % bw == 0 && w.size(1) == K / bw * pack_bytes(type),
               "packed blocks do not hold rows of ", K, " weights");
   at::Tensor y = at::empty({M, N}, x.options());
   const float* xp = x.data_ptr<float>();
@@ -1157,18 +1558,20 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   if (M > 1) interleave(xp, sx.data(), M, K, wide ? kTile16 : kTile8, xt.data(), st.data());
   const float* xq = M > 1 ? xt.data() : xp;
   const float* sq = M > 1 ? st.data() : sx.data();
-  at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
-    if (wide && type == kQ4_1) fdot_rows<kQ4_1, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    else if (wide) fdot_rows<kQ4_0, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    else if (type == kQ4_1) fdot_rows<kQ4_1, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
-    else fdot_rows<kQ4_0, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+  with_type(type, [&](auto t) {
+    constexpr int T = decltype(t)::value;
+    if constexpr (T != kQ8_0)
+      at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
+        if (wide) fdot_rows<T, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+        else fdot_rows<T, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
+      });
   });
   return y;
 }
 
-// x (M, K) @ W^T + bias, W (N, K) given as GGUF blocks of `type`: w (N, K / 32 * block
-// bytes); or, with kPacked in `type`, as qpack made them: w (N / 8, K / 32 * packed
-// block bytes)
+// x (M, K) @ W^T + bias, W (N, K) given as GGUF blocks of `type`: w (N, K / block
+// weights * block bytes); or, with kPacked in `type`, as qpack made them: w (N / 8,
+// K / block weights * packed block bytes)
 at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
                    const c10::optional<at::Tensor>& bias) {
   check(x_in, "x");
@@ -1183,31 +1586,27 @@ at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
   const int64_t row_bytes = w.size(1);
   const float* bp = bias_data(bias, N);
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
-    switch (type) {
-      case kQ4_0: qlinear_range<kQ4_0>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1); break;
-      case kQ4_1: qlinear_range<kQ4_1>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1); break;
-      default: qlinear_range<kQ8_0>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1); break;
-    }
+  with_type(type, [&](auto t) {
+    at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
+      qlinear_range<decltype(t)::value>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1);
+    });
   });
   return y;
 }
 
-// blocks w (N, K / 32 * block bytes), N a multiple of 8, packed eight rows side by side
-// for plinear: (N / 8, K / 32 * packed block bytes)
+// blocks w (N, K / block weights * block bytes), N a multiple of 8, packed eight rows
+// side by side for plinear: (N / 8, K / block weights * packed block bytes)
 at::Tensor qpack(const at::Tensor& w, int64_t type, int64_t K) {
   check_blocks(w, type, K);
-  const int64_t N = w.size(0), blocks = K / kBlock, row_bytes = w.size(1);
+  const int64_t N = w.size(0), units = K / block_weights(type), row_bytes = w.size(1);
   TORCH_CHECK(N % kPackRows == 0, "packing takes rows in eights, got ", N);
-  at::Tensor out = at::empty({N / kPackRows, blocks * pack_bytes(type)}, w.options());
+  at::Tensor out = at::empty({N / kPackRows, units * pack_bytes(type)}, w.options());
   const uint8_t* wp = w.data_ptr<uint8_t>();
   uint8_t* op = out.data_ptr<uint8_t>();
-  at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
-    switch (type) {
-      case kQ4_0: pack_groups<kQ4_0>(wp, row_bytes, blocks, g0, g1, op); break;
-      case kQ4_1: pack_groups<kQ4_1>(wp, row_bytes, blocks, g0, g1, op); break;
-      default: pack_groups<kQ8_0>(wp, row_bytes, blocks, g0, g1, op); break;
-    }
+  with_type(type, [&](auto t) {
+    at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
+      pack_groups<decltype(t)::value>(wp, row_bytes, units, g0, g1, op);
+    });
   });
   return out;
 }
@@ -1223,15 +1622,11 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
   const uint8_t* wp = w.data_ptr<uint8_t>();
   float* op = out.data_ptr<float>();
   const int64_t row_bytes = w.size(1);
-  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m) {
-      const uint8_t* row = wp + ip[m] * row_bytes;
-      switch (type) {
-        case kQ4_0: dequant_rows<kQ4_0>(row, row_bytes, K, 0, 1, op + m * K); break;
-        case kQ4_1: dequant_rows<kQ4_1>(row, row_bytes, K, 0, 1, op + m * K); break;
-        default: dequant_rows<kQ8_0>(row, row_bytes, K, 0, 1, op + m * K); break;
-      }
-    }
+  with_type(type, [&](auto t) {
+    at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m)
+        dequant_rows<decltype(t)::value>(wp + ip[m] * row_bytes, row_bytes, K, 0, 1, op + m * K);
+    });
   });
   return out;
 }
@@ -1242,8 +1637,9 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
 // in the same order, so the bits are the same; only Python's calls between them go.
 // x (N, C): the residual stream, added to in place; h: layer 0's normed input. Per
 // layer l, products[4l .. 4l+3] are qkv, o, gate_up, down: a weight (float32 (out, in),
-// kind 0) or GGUF blocks (kind 2, 3 or 8), with its bias or None; norms[2l], norms[2l+1]
-// (and eps) follow its attention and its MLP. Returns the last norm's output.
+// kind 0) or GGUF blocks (kind: their type, as qlinear takes it), with its bias or None;
+// norms[2l], norms[2l+1] (and eps) follow its attention and its MLP. Returns the last
+// norm's output.
 at::Tensor layers(at::Tensor& x, at::Tensor h, const std::vector<at::Tensor>& weights,
                   const std::vector<int64_t>& kinds,
                   const std::vector<c10::optional<at::Tensor>>& biases,
@@ -1297,7 +1693,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
-  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q8_0)");
+  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)");
   m.def("qpack", &qpack, nogil(), "GGUF blocks packed eight rows side by side, for qlinear");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");
   m.def("rms_norm", &rms_norm, nogil(), "RMSNorm of each row");

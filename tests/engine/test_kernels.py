@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from gen.engine import Engine, SamplingParams, kernels
 from gen.engine import packed as packed_linears
 from gen.engine.kv_cache import KVCache
-from gen.engine.llama import LlamaModel, RMSNorm, apply_rotary, rotary_tables
+from gen.engine.llama import LlamaModel, RMSNorm, apply_rotary
+from gen.engine.rope import rotary_tables
 from tests.fakes import ByteTokenizer, tiny_config, tiny_llama
 
 tok = ByteTokenizer()

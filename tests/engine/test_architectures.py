@@ -3,7 +3,8 @@
 sliding windows, Gemma 3 and SmolLM3. The logits at every position of a prompt longer
 than the window agree within 1e-4 (float32), through the PyTorch forms, the kernels'
 per-layer loop and their one-call `layers`; greedy decoding across the window's edge
-gives transformers' tokens."""
+gives transformers' tokens, with the window layers' cache rows rings of window + chunk - 1
+positions, and so do prefix reuse and another round of a parked request."""
 
 from __future__ import annotations
 
@@ -91,18 +92,90 @@ def test_greedy_decoding_across_the_window_is_transformers(case: Any, kernels: b
     params = SamplingParams(temperature=0, max_tokens=30, ignore_eos=True)
     done = engine.generate(prompts, params)
     for prompt, completion in zip(prompts, done, strict=True):
-        with torch.inference_mode():
-            out = reference.generate(
-                torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                do_sample=False, max_new_tokens=30, min_new_tokens=30,
-            )  # fmt: skip
-        want = out[0, len(prompt) :].tolist()
-        got = completion.token_ids
-        if tiny_models.EOS in got:  # transformers' min_new_tokens bars EOS: compare before it
-            cut = got.index(tiny_models.EOS)
-            got, want = got[:cut], want[:cut]
-        assert len(got) >= 10
-        assert got == want
+        assert completion.token_ids == reference_greedy(reference, prompt, 30)
+
+
+def reference_greedy(reference: Any, prompt: list[int], n: int) -> list[int]:
+    """transformers' greedy tokens after `prompt`, n of them, EOS as any other (the
+    engine's ignore_eos): the argmax of its logits over the whole text, token by token."""
+    ids = list(prompt)
+    with torch.inference_mode():
+        for _ in range(n):
+            ids.append(int(reference(torch.tensor([ids])).logits[0, -1].argmax()))
+    return ids[len(prompt) :]
+
+
+@pytest.fixture(scope="module", params=["mistral-window", "gemma3"])
+def windowed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    kind, settings = CASES[request.param]
+    root = tmp_path_factory.mktemp(request.param)
+    return root, tiny_models.save(root, tiny_models.config(kind, **settings))
+
+
+@pytest.mark.parametrize("kernels", [True, False], ids=["kernels", "pytorch"])
+def test_window_layers_keep_rings_and_prefixes_are_reused_where_they_serve(
+    windowed: Any, kernels: bool
+) -> None:
+    """Prompt A (70 tokens) decodes 20 and finishes: the prefix store keeps the 89
+    positions it ran, the window layers' last 31 of them. Prompt B continues A's text:
+    it copies all 89 and decodes transformers' tokens. Prompt C shares only A's first 40
+    tokens, which A's rings no longer hold the window of: nothing is copied, and it too
+    decodes transformers' tokens. A held request's next round goes on past the ring."""
+    root, reference = windowed
+    loaded = load_model(str(root), EngineConfig(dtype="float32", kernels=kernels))
+    engine = Engine(loaded.model, loaded.tokenizer, max_prefill_tokens=16, prefill_chunk=16)
+    cache = engine.runner.cache
+    ids = tiny_models.encode(TEXT)
+    greedy = SamplingParams(temperature=0, max_tokens=20, ignore_eos=True)
+
+    a = engine.generate([ids[:70]], greedy)[0]
+    ring = WINDOW + 16 - 1
+    cfg = loaded.config
+    windows = [i for i in range(cfg.num_layers) if cfg.window(i) is not None]
+    assert windows and all(cache.k[i].shape[2] == ring for i in windows)
+    assert all(cache.k[i].shape[2] >= 90 for i in range(cfg.num_layers) if i not in windows)
+    assert cache.bytes_for(90) < 90 * cache.bytes_per_token()
+
+    b_prompt = ids[:70] + a.token_ids + tiny_models.encode(" 🌊 继续")
+    b = engine.generate([b_prompt], greedy)[0]
+    assert b.cached_prompt_tokens == 89
+    c_prompt = ids[:40] + tiny_models.encode(" — another way on, ขอบคุณ")
+    c = engine.generate([c_prompt], greedy)[0]
+    assert c.cached_prompt_tokens == 0  # A's rings passed over what C would see
+    for prompt, done in ((b_prompt, b), (c_prompt, c)):
+        assert done.token_ids == reference_greedy(reference, prompt, 20)
+
+    # another round of a held request: 50 + 20 positions, then 20 more past the ring
+    held = engine.add_request(ids[:50], greedy, hold=True)
+    tokens: list[int] = []
+    parked = False
+    while not parked:
+        for out in engine.step():
+            if out.request_id == held:
+                tokens += out.token_ids
+                parked = out.parked
+    assert engine.resume(held, 20) == 70  # carried over in the cache, nothing re-run
+    while engine.has_unfinished():
+        tokens += [i for o in engine.step() if o.request_id == held for i in o.token_ids]
+    assert tokens == reference_greedy(reference, ids[:50], 40)
+
+
+def test_ring_rows_copied_from_a_live_row_and_moved_between_slots_decode_alike(
+    windowed: Any,
+) -> None:
+    """Y shares X's first 44 tokens: it waits while X's prompt runs, then copies them from
+    X's row (its rings already wrapped). Z stops early: the last row moves into its slot.
+    Every request decodes transformers' tokens."""
+    root, reference = windowed
+    loaded = load_model(str(root), EngineConfig(dtype="float32"))
+    engine = Engine(loaded.model, loaded.tokenizer, max_prefill_tokens=16, prefill_chunk=16)
+    ids = tiny_models.encode(TEXT)
+    prompts = [tiny_models.encode("Z 🎈"), ids[:48], ids[:44] + tiny_models.encode(" ok")]
+    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in (3, 24, 24)]
+    done = engine.generate(prompts, params)
+    assert done[2].cached_prompt_tokens == 44
+    for prompt, sp, completion in zip(prompts, params, done, strict=True):
+        assert completion.token_ids == reference_greedy(reference, prompt, sp.max_tokens)
 
 
 def test_a_folder_is_read_with_its_architectures_features(case: Any) -> None:

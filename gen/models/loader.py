@@ -18,7 +18,7 @@ from gen.engine import packed as packed_linears
 from gen.engine.config import EngineConfig
 from gen.engine.llama import fuse_checkpoint, offset_norms
 from gen.errors import ModelError
-from gen.models.gguf_weights import load_gguf_model
+from gen.models.gguf_weights import gguf_config, load_gguf_model
 from gen.models.store import ModelSpec, prepare, resolve
 
 log = logging.getLogger(__name__)
@@ -210,6 +210,8 @@ def load_model(
     path = prepare(ms, weights=dtype != "gguf")
     tokenizer = load_tokenizer(path)
     cfg = read_config(path, tokenizer)
+    if ms.kind == "gguf" and ms.path is not None:
+        cfg = gguf_config(ms.path, cfg)
     if dtype == "gguf":
         compiled = kernels.load() if config.kernels else None
         if compiled is not None and ms.path is not None:

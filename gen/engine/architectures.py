@@ -5,7 +5,9 @@ config classes and models read them (old and new key spellings alike) into a Mod
 Whatever the engine would run only approximately (an unknown rope type, a bias or an
 activation it has no place for, bidirectional attention) is refused with a ValueError
 that names it. Gemma 3's attn_logit_softcapping is left out as transformers' Gemma 3
-leaves it out (its attention never caps the scores: query and key norms took that role).
+leaves it out (its attention never caps the scores: query and key norms took that role),
+and so is the multimodal Gemma 3's final_logit_softcapping (its generation head caps
+nothing).
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ ROPE_KEYS = {
 DEFAULT_THETA = {"smollm3": 2_000_000.0, "gemma3_text": 1_000_000.0}
 GEMMA_LOCAL_THETA = 10_000.0
 GEMMA_PATTERN = 6  # Gemma 3 without layer_types: every sixth layer global
+# Gemma3TextConfig's defaults: a multimodal Gemma 3's config.json lists only what differs
+GEMMA_TEXT = {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+    "head_dim": 256, "max_position_embeddings": 131_072, "rms_norm_eps": 1e-6,
+    "query_pre_attn_scalar": 256, "sliding_window": 4096, "bos_token_id": 2, "eos_token_id": 1,
+}  # fmt: skip
 
 
 def model_type(cfg: Mapping[str, Any]) -> str:
@@ -63,10 +72,10 @@ def model_config(cfg: Mapping[str, Any], extra_eos: tuple[int, ...] = ()) -> Mod
     """The engine's ModelConfig from a config.json dict (a multimodal Gemma 3: its text
     part); extra_eos: more end-of-sequence ids (generation_config.json's, the tokenizer's)."""
     kind = model_type(cfg)
-    if kind == "gemma3":
+    if kind == "gemma3":  # the multimodal model's text part; it caps no logits
         ids = {k: cfg[k] for k in ("eos_token_id", "bos_token_id") if cfg.get(k) is not None}
-        cfg = {**cfg["text_config"], **ids, "model_type": "gemma3_text"}
-        kind = "gemma3_text"
+        text = {**GEMMA_TEXT, **cfg["text_config"], "final_logit_softcapping": None}
+        cfg, kind = {**text, **ids, "model_type": "gemma3_text"}, "gemma3_text"
     gemma = kind in GEMMA
     refuse(cfg, kind)
     heads = int(cfg["num_attention_heads"])

@@ -8,6 +8,7 @@ positions, and so do prefix reuse and another round of a parked request."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,6 +177,32 @@ def test_ring_rows_copied_from_a_live_row_and_moved_between_slots_decode_alike(
     assert done[2].cached_prompt_tokens == 44
     for prompt, sp, completion in zip(prompts, params, done, strict=True):
         assert completion.token_ids == reference_greedy(reference, prompt, sp.max_tokens)
+
+
+def test_a_multimodal_gemma3_folder_runs_its_text_part(tmp_path: Path) -> None:
+    """Gemma3ForConditionalGeneration's checkpoint: the decoder's weights under
+    language_model., the vision tower's left out; transformers' text-only logits."""
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, SiglipVisionConfig
+
+    text = tiny_models.config("gemma3_text", **GEMMA).to_dict()
+    vision = SiglipVisionConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                                num_attention_heads=2, image_size=28, patch_size=14)  # fmt: skip
+    special = {"image_token_index": 271, "boi_token_index": 269, "eoi_token_index": 270}
+    cfg = Gemma3Config(text_config=text, vision_config=vision.to_dict(), mm_tokens_per_image=4,
+                       **special)  # fmt: skip
+    torch.manual_seed(0)
+    reference = Gemma3ForConditionalGeneration(cfg).eval()
+    tiny_models.randomise(reference, 0)
+    reference.save_pretrained(tmp_path)
+    tiny_models.save_tokenizer(tmp_path)
+    ids = tiny_models.encode(TEXT)
+    with torch.inference_mode():
+        want = reference(input_ids=torch.tensor([ids])).logits[0]
+    for kernels in (False, True):
+        loaded = load_model(str(tmp_path), EngineConfig(dtype="float32", kernels=kernels))
+        assert loaded.config.final_softcap is None  # (GEMMA's cap: the text model's only)
+        got = logits_of(loaded.model, loaded.config, ids)
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-4)
 
 
 def test_a_folder_is_read_with_its_architectures_features(case: Any) -> None:

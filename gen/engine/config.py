@@ -92,11 +92,43 @@ def _megabytes(var: str, text: str, zero: bool = False) -> int:
     return int(mb * 2**20)
 
 
-SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+@dataclass(frozen=True, slots=True)
+class Rope:
+    """A rotary embedding as transformers' rope_parameters describe it (its
+    modeling_rope_utils): kind default, linear, dynamic, yarn or llama3, and their
+    settings. freq_factors: a GGUF file's rope_freqs tensor (llama.cpp's form of Llama 3's
+    scaling), one factor per frequency that its inverse frequency is divided by."""
+
+    theta: float = 10000.0
+    kind: str = "default"
+    factor: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position_embeddings: int = 0
+    attention_factor: float | None = None
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    truncate: bool = True
+    freq_factors: tuple[float, ...] = ()
+
+
+SLIDING = "sliding_attention"  # a layer type (transformers' name) that attends within a window
+ACTIVATIONS = ("silu", "gelu_tanh")  # of the MLP's gate
 
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
+    """A decoder's shape and the features its architecture adds to Llama's (read from a
+    config.json by from_hf, gen.engine.architectures): a window on the layers whose type is
+    SLIDING, their own rotary (local_rope), layers without rotary (no_rope_layers), norms
+    of each query and key head (qk_norm), norms after the attention and the MLP as well as
+    before (sandwich_norms), the MLP's activation (silu or gelu_tanh), a scale on the
+    embeddings, the attention's scale (None: head_dim ** -0.5) and a tanh cap on the
+    logits. The model's norms scale by their weight; where a checkpoint's scale by
+    1 + weight (offset_norms), the loaders add the 1."""
+
     vocab_size: int
     hidden_size: int
     intermediate_size: int
@@ -105,12 +137,25 @@ class ModelConfig:
     num_kv_heads: int
     head_dim: int
     rms_norm_eps: float = 1e-5
-    rope_theta: float = 10000.0
+    rope: Rope = Rope()
     max_position_embeddings: int = 2048
     tie_word_embeddings: bool = False
-    attention_bias: bool = False
+    attention_bias: bool = False  # on the q, k and v projections
+    output_bias: bool = False  # on the attention's output projection
     eos_token_ids: tuple[int, ...] = ()
     bos_token_id: int | None = None
+    model_type: str = "llama"
+    sliding_window: int | None = None
+    layer_types: tuple[str, ...] = ()  # per layer; () or "full_attention": no window
+    local_rope: Rope | None = None  # the SLIDING layers' rotary; None: `rope`
+    no_rope_layers: tuple[int, ...] = ()
+    qk_norm: bool = False
+    sandwich_norms: bool = False
+    activation: str = "silu"
+    embedding_scale: float = 1.0
+    attention_scale: float | None = None
+    final_softcap: float | None = None
+    offset_norms: bool = False  # a checkpoint's norm weight w scales by 1 + w (Gemma's)
 
     def __post_init__(self) -> None:
         if self.num_heads % self.num_kv_heads:
@@ -118,52 +163,31 @@ class ModelConfig:
                 f"num_heads ({self.num_heads}) must be a multiple of "
                 f"num_kv_heads ({self.num_kv_heads})"
             )
+        if self.layer_types and len(self.layer_types) != self.num_layers:
+            raise ValueError(f"{len(self.layer_types)} layer_types for {self.num_layers} layers")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation {self.activation!r} is not one of {ACTIVATIONS}")
 
     @property
     def group_size(self) -> int:
         return self.num_heads // self.num_kv_heads
 
+    def window(self, layer: int) -> int | None:
+        """How many positions up to its own a token sees in `layer`; None: all of them."""
+        sliding = bool(self.layer_types) and self.layer_types[layer] == SLIDING
+        return self.sliding_window if sliding else None
+
+    def layer_rope(self, layer: int) -> Rope | None:
+        """The rotary embedding of `layer`; None for a layer without one."""
+        if layer in self.no_rope_layers:
+            return None
+        if self.local_rope is not None and self.window(layer) is not None:
+            return self.local_rope
+        return self.rope
+
     @classmethod
     def from_hf(cls, cfg: dict[str, Any], extra_eos: tuple[int, ...] = ()) -> ModelConfig:
         """Build from a config.json dict; raises ValueError for what the engine can't run."""
-        archs = cfg.get("architectures") or []
-        model_type = cfg.get("model_type")
-        if not any(a in SUPPORTED_ARCHITECTURES for a in archs) and model_type not in (
-            "llama",
-            "mistral",
-            "qwen2",
-        ):
-            raise ValueError(
-                f"unsupported architecture {archs or model_type!r}; "
-                f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
-            )
-        rope = cfg.get("rope_scaling") or {}
-        rope_params = cfg.get("rope_parameters") or {}
-        rope_type = rope.get("rope_type", rope.get("type")) or rope_params.get("rope_type")
-        if rope_type not in (None, "default"):
-            raise ValueError(f"unsupported rope scaling {rope_type!r}")
-        window = cfg.get("sliding_window")
-        uses_window = cfg.get("use_sliding_window", model_type == "mistral")
-        if window and uses_window and window < cfg.get("max_position_embeddings", 0):
-            raise ValueError("sliding-window attention is not supported")
-        heads = int(cfg["num_attention_heads"])
-        hidden = int(cfg["hidden_size"])
-        eos = cfg.get("eos_token_id")
-        eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if eos is not None else ())
-        merged = tuple(dict.fromkeys((*eos_ids, *extra_eos)))
-        return cls(
-            vocab_size=int(cfg["vocab_size"]),
-            hidden_size=hidden,
-            intermediate_size=int(cfg["intermediate_size"]),
-            num_layers=int(cfg["num_hidden_layers"]),
-            num_heads=heads,
-            num_kv_heads=int(cfg.get("num_key_value_heads") or heads),
-            head_dim=int(cfg.get("head_dim") or hidden // heads),
-            rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
-            rope_theta=float(cfg.get("rope_theta", rope_params.get("rope_theta", 10000.0))),
-            max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
-            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-            attention_bias=bool(cfg.get("attention_bias", model_type == "qwen2")),
-            eos_token_ids=merged,
-            bos_token_id=cfg.get("bos_token_id"),
-        )
+        from gen.engine.architectures import model_config
+
+        return model_config(cfg, extra_eos)

@@ -59,6 +59,7 @@ class Engine:
             self.max_model_len,
             kv_budget_bytes=self.config.kv_budget_bytes,
             prefix_cache_bytes=self.config.prefix_cache_bytes,
+            chunk=max(self.config.max_prefill_tokens, self.config.prefill_chunk),
         )
         self.scheduler = Scheduler(
             self.runner, self.config.max_prefill_tokens, self.config.prefill_chunk
@@ -97,7 +98,7 @@ class Engine:
         tokens = min(tokens, self.max_model_len)
         cache = self.runner.cache
         if not cache.fits(1, tokens):
-            need = cache.rounded(tokens) * cache.bytes_per_token()
+            need = cache.bytes_for(cache.rounded(tokens))
             raise ValueError(
                 f"{what} needs {need} bytes of KV memory ({tokens} tokens), "
                 f"more than the whole budget of {cache.budget_bytes} bytes"
@@ -162,9 +163,10 @@ class Engine:
             waiting=len(sched.waiting) + len(sched.resuming),
             parked=sum(s.status is Status.PARKED for s in self.requests.values()),
             kv_used_bytes=sum(
-                s.num_cached for s in self.runner.slots.owners if isinstance(s, Sequence)
-            )
-            * cache.bytes_per_token(),
+                cache.bytes_for(s.num_cached)
+                for s in self.runner.slots.owners
+                if isinstance(s, Sequence)
+            ),
             kv_allocated_bytes=cache.nbytes(),
             prefix_cache_bytes=self.runner.prefixes.nbytes,
         )

@@ -1,4 +1,7 @@
-"""Llama-family decoder (Llama, Mistral without sliding window, Qwen2) over a slot KV cache.
+"""Llama-family decoder over a slot KV cache: Llama, Mistral, Qwen2, Qwen3, Gemma 3 (text)
+and SmolLM3, each a Llama with some of ModelConfig's features (sliding windows, their own
+rotary, layers without rotary, norms of queries and keys, sandwich norms, GELU, scaled
+embeddings, a cap on the logits).
 
 Pure tensors: token ids and positions in, next-token logits out. The numerics follow
 Hugging Face's implementation (float32 RMSNorm, the same rotary tables) so greedy
@@ -19,8 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gen.engine.config import ModelConfig
+from gen.engine.config import ACTIVATIONS, ModelConfig, Rope
 from gen.engine.kv_cache import KVCache
+from gen.engine.rope import rotary_tables
 
 
 class RMSNorm(nn.Module):
@@ -38,16 +42,6 @@ class RMSNorm(nn.Module):
         return self.weight * h.to(x.dtype)
 
 
-def rotary_tables(cfg: ModelConfig, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin tables (length, head_dim) as Hugging Face's default rotary embedding builds them."""
-    d = cfg.head_dim
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
-    pos = torch.arange(length, dtype=torch.float32)
-    freqs = pos[:, None] * inv_freq[None, :]  # (L, d/2)
-    emb = torch.cat((freqs, freqs), dim=-1)  # (L, d)
-    return emb.cos(), emb.sin()
-
-
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -59,42 +53,58 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+    def __init__(self, cfg: ModelConfig, layer: int, rope: int) -> None:
+        """rope: which of the model's rotary tables the layer's queries and keys take (-1:
+        none, SmolLM3's layers without rotary)."""
         super().__init__()
         self.cfg = cfg
         self.layer = layer
+        self.rope = rope
+        self.window = cfg.window(layer)
         hd, h, kvh = cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
         # q, k and v in one product: the checkpoint's q_proj, k_proj and v_proj stacked
         # (see fuse_checkpoint)
         self.qkv_proj = nn.Linear(cfg.hidden_size, (h + 2 * kvh) * hd, bias=cfg.attention_bias)
-        self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=False)
+        self.o_proj = nn.Linear(h * hd, cfg.hidden_size, bias=cfg.output_bias)
+        self.q_norm = RMSNorm(hd, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(hd, cfg.rms_norm_eps) if cfg.qk_norm else None
 
     def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
         cfg = self.cfg
         b, t, _ = x.shape
         hd, kvh, g = cfg.head_dim, cfg.num_kv_heads, cfg.group_size
         h = cfg.num_heads
-        cos, sin = batch.cos, batch.sin  # (B, T, 1, D)
         qkv = self.qkv_proj(x).view(b, t, h + 2 * kvh, hd)  # (B, T, H + 2 KVH, D)
-        # q and k side by side: one rotary pass for both
-        qk = apply_rotary(qkv[:, :, : h + kvh], cos, sin)
+        qk = qkv[:, :, : h + kvh]
+        if self.q_norm is not None and self.k_norm is not None:
+            qk = torch.cat((self.q_norm(qk[:, :, :h]), self.k_norm(qk[:, :, h:])), dim=2)
+        if self.rope >= 0:  # q and k side by side: one rotary pass for both
+            cos, sin = batch.rotary[self.rope]  # (B, T, 1, D)
+            qk = apply_rotary(qk, cos, sin)
         q, k = qk[:, :, :h], qk[:, :, h:]
         v = qkv[:, :, h + kvh :]
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, D)
-        batch.cache.write(self.layer, batch.slots, batch.positions, k, v)
-        keys, values = batch.cache.read(self.layer, batch.slots, batch.length, batch.contiguous)
+        cache = batch.cache
+        cache.write(self.layer, batch.slots, batch.positions, k, v)
+        keys, values = cache.read(self.layer, batch.slots, batch.length, batch.contiguous)
+        capacity = cache.k[self.layer].shape[2]
         if t == 1:
             # decode: grouped-query attention without copying K/V; each KV head serves
             # its group's g query heads, folded into the query axis.
             q = q.reshape(b, kvh, g, hd)  # (B, KVH, G, D)
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=batch.mask)
+            mask = batch.mask(self.window, capacity)
+            out = F.scaled_dot_product_attention(
+                q, keys, values, attn_mask=mask, scale=cfg.attention_scale
+            )
         else:
             # prefill: a one-off per sequence; expand K/V heads like Hugging Face does
             keys = keys.repeat_interleave(g, dim=1)  # (B, H, L, D)
             values = values.repeat_interleave(g, dim=1)
+            mask = batch.mask(self.window, capacity)
             out = F.scaled_dot_product_attention(
-                q, keys, values, attn_mask=batch.mask, is_causal=batch.causal
-            )
+                q, keys, values, attn_mask=mask, is_causal=batch.causal and mask is None,
+                scale=cfg.attention_scale,
+            )  # fmt: skip
         out = out.reshape(b, cfg.num_heads, t, hd).transpose(1, 2).reshape(b, t, -1)
         return self.o_proj(out)  # (B, T, C)
 
@@ -105,37 +115,62 @@ class MLP(nn.Module):
         # gate and up in one product: the checkpoint's gate_proj and up_proj stacked
         self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.gelu = cfg.activation == "gelu_tanh"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        act = F.gelu(gate, approximate="tanh") if self.gelu else F.silu(gate)
+        return self.down_proj(act * up)
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+    """Llama's pre-norm layer; with sandwich norms (Gemma) the attention's and the MLP's
+    outputs are normed too before they join the residual stream. The checkpoints' names:
+    Llama's post_attention_layernorm is the MLP's input norm, Gemma's the attention's
+    output norm (its MLP's input norm is pre_feedforward_layernorm)."""
+
+    def __init__(self, cfg: ModelConfig, layer: int, rope: int) -> None:
         super().__init__()
-        self.self_attn = Attention(cfg, layer)
+        eps = cfg.rms_norm_eps
+        self.self_attn = Attention(cfg, layer, rope)
         self.mlp = MLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, eps)
+        sandwich = cfg.sandwich_norms
+        self.pre_feedforward_layernorm = RMSNorm(cfg.hidden_size, eps) if sandwich else None
+        self.post_feedforward_layernorm = RMSNorm(cfg.hidden_size, eps) if sandwich else None
+
+    def norms(self) -> tuple[RMSNorm | None, RMSNorm, RMSNorm | None]:
+        """The norms of the attention's output (or None), the MLP's input and the MLP's
+        output (or None)."""
+        if self.pre_feedforward_layernorm is None:
+            return None, self.post_attention_layernorm, None
+        return (
+            self.post_attention_layernorm,
+            self.pre_feedforward_layernorm,
+            self.post_feedforward_layernorm,
+        )
 
     def forward(self, x: torch.Tensor, batch: Batch) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), batch)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        attn_out, mlp_in, mlp_out = self.norms()
+        r = self.self_attn(self.input_layernorm(x), batch)
+        x = x + (r if attn_out is None else attn_out(r))
+        r = self.mlp(mlp_in(x))
+        return x + (r if mlp_out is None else mlp_out(r))
 
 
 class Batch:
     """Per-forward inputs shared by every layer: where each row's tokens go and may look."""
 
     __slots__ = (
+        "all_visible",
         "cache",
         "causal",
         "contiguous",
-        "cos",
         "length",
-        "mask",
+        "masks",
         "positions",
-        "sin",
+        "rotary",
         "slots",
     )
 
@@ -144,7 +179,7 @@ class Batch:
         cache: KVCache,
         slots: torch.Tensor,
         positions: torch.Tensor,
-        tables: tuple[torch.Tensor, torch.Tensor],
+        tables: list[tuple[torch.Tensor, torch.Tensor]],
     ) -> None:
         b, t = positions.shape
         self.cache = cache
@@ -152,18 +187,38 @@ class Batch:
         self.positions = positions  # (B, T)
         self.length = int(positions.max()) + 1
         self.contiguous = bool(torch.equal(slots, torch.arange(b)))
-        self.cos = tables[0][positions].unsqueeze(2)  # (B, T, 1, D)
-        self.sin = tables[1][positions].unsqueeze(2)
+        # each table's cos and sin at the positions: (B, T, 1, D) each
+        self.rotary = [(c[positions].unsqueeze(2), s[positions].unsqueeze(2)) for c, s in tables]
         first = int(positions[:, 0].min())
         # a fresh prompt attends causally to itself: SDPA's own causal path, no mask
         self.causal = t > 1 and first == 0 and self.length == t
-        self.mask: torch.Tensor | None = None
-        if self.causal or (t == 1 and first == self.length - 1):
-            return  # decode with every row at the same length: all keys are visible
-        keys = torch.arange(self.length)
-        visible = keys[None, None, :] <= positions[:, :, None]  # (B, T, L) causal per row
+        # decoding with every row at the same length: all keys are visible
+        self.all_visible = t == 1 and first == self.length - 1
+        self.masks: dict[tuple[int | None, int], torch.Tensor | None] = {}
+
+    def mask(self, window: int | None, capacity: int) -> torch.Tensor | None:
+        """The additive mask (B, 1, T, keys) of a layer whose tokens see `window` positions
+        (None: all before them) in a cache row of `capacity` (a window layer's row may be a
+        ring: position p at p % capacity); None where none is needed (self.causal, or
+        every key visible)."""
+        key = (window, capacity)
+        if key not in self.masks:
+            self.masks[key] = self._mask(window, capacity)
+        return self.masks[key]
+
+    def _mask(self, window: int | None, capacity: int) -> torch.Tensor | None:
+        whole = capacity >= self.length and (window is None or window >= self.length)
+        if whole and (self.causal or self.all_visible):
+            return None
+        last = self.positions[:, -1:]  # (B, 1): each row's latest position
+        index = torch.arange(min(self.length, capacity))
+        held = (last - (last - index[None, :]) % capacity)[:, None, :]  # (B, 1, keys)
+        query = self.positions[:, :, None]  # (B, T, 1)
+        visible = (held >= 0) & (held <= query)  # (B, T, keys) causal per row
+        if window is not None:
+            visible &= held > query - window
         # an additive mask (0 / -inf) takes SDPA's fast CPU path; a boolean one may not
-        self.mask = torch.zeros(visible.shape).masked_fill(~visible, float("-inf")).unsqueeze(1)
+        return torch.zeros(visible.shape).masked_fill(~visible, float("-inf")).unsqueeze(1)
 
 
 Product = tuple[torch.Tensor, int, "torch.Tensor | None"]  # weight or blocks, kind, bias
@@ -188,32 +243,39 @@ def rows(module: nn.Module, kernels: ModuleType) -> Callable[..., torch.Tensor]:
     return lambda x, prompt=None: kernels.qlinear(x, weight, kind, bias)
 
 
+Norms = tuple["torch.Tensor | None", ...]  # a layer's six norm weights (LayerPlan.norms)
+
+
 @dataclass(slots=True)
 class LayerPlan:
     """One decoder layer as forward_tokens runs it: its products as plain calls (no
-    nn.Module call machinery per product, see `rows`) and the norms that follow its two
-    halves. They hold the modules' weights, so a swapped module means a new plan
-    (use_kernels makes one)."""
+    nn.Module call machinery per product, see `rows`), the weights of its norms (those of
+    q's and k's heads, the attention's output, the MLP's input, the MLP's output, and the
+    next layer's input norm or the last one; None where the layer has no such norm), its
+    window (0: none) and rotary table (-1: none). They hold the modules' weights, so a
+    swapped module means a new plan (use_kernels makes one)."""
 
     layer: int
     qkv: Callable[..., torch.Tensor]
     o: Callable[..., torch.Tensor]
     gate_up: Callable[..., torch.Tensor]
     down: Callable[..., torch.Tensor]
-    post: tuple[torch.Tensor, float]  # the norm after attention: weight, eps
-    after: tuple[torch.Tensor, float]  # after the MLP: the next layer's input norm, or the last
+    norms: Norms
+    window: int
+    rope: int
 
 
 @dataclass(slots=True)
 class Stack:
-    """Every layer's products and norms as the kernels' `layers` takes them: the whole
-    loop in one call, where every product runs on the kernels."""
+    """Every layer's products, norms, rotary tables and windows as the kernels' `layers`
+    takes them: the whole loop in one call, where every product runs on the kernels."""
 
     weights: list[torch.Tensor]
     kinds: list[int]
     biases: list[torch.Tensor | None]
-    norms: list[torch.Tensor]
-    eps: list[float]
+    norms: list[torch.Tensor | None]
+    ropes: list[int]
+    windows: list[int]
 
 
 class LlamaModel(nn.Module):
@@ -225,12 +287,18 @@ class LlamaModel(nn.Module):
         self.cfg = cfg
         table = None if init else torch.empty(cfg.vocab_size, cfg.hidden_size)
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, _weight=table)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_layers))
+        # the rotary embeddings the layers take (Gemma 3: the global and the local one)
+        layer_ropes = [cfg.layer_rope(i) for i in range(cfg.num_layers)]
+        self.ropes: list[Rope] = list(dict.fromkeys(r for r in layer_ropes if r is not None))
+        self.layers = nn.ModuleList(
+            DecoderLayer(cfg, i, -1 if r is None else self.ropes.index(r))
+            for i, r in enumerate(layer_ropes)
+        )
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
-        self._tables: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._tables: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         self.kernels: ModuleType | None = None
         self._plans: list[LayerPlan] | None = None
         self._stack: Stack | bool | None = None  # False: some product has no kernel
@@ -246,19 +314,19 @@ class LlamaModel(nn.Module):
         self._plans = None
         self._stack = None
 
-    def _layer_parts(self) -> list[tuple[list[nn.Module], RMSNorm, RMSNorm]]:
-        """Each layer's products (qkv, o, gate_up, down) and the norms after its halves."""
+    def _layer_parts(self) -> list[tuple[list[nn.Module], Norms, Attention]]:
+        """Each layer's products (qkv, o, gate_up, down), its norms as LayerPlan holds
+        them, and its attention."""
         layers: list[DecoderLayer] = list(self.layers)  # type: ignore[arg-type]
         after: list[RMSNorm] = [layer.input_layernorm for layer in layers[1:]] + [self.norm]
-        return [
-            (
-                [layer.self_attn.qkv_proj, layer.self_attn.o_proj, layer.mlp.gate_up_proj,
-                 layer.mlp.down_proj],
-                layer.post_attention_layernorm,
-                norm,
-            )
-            for layer, norm in zip(layers, after, strict=True)
-        ]  # fmt: skip
+        parts: list[tuple[list[nn.Module], Norms, Attention]] = []
+        for layer, next_norm in zip(layers, after, strict=True):
+            attn, mlp = layer.self_attn, layer.mlp
+            products: list[nn.Module] = [attn.qkv_proj, attn.o_proj, mlp.gate_up_proj,
+                                         mlp.down_proj]  # fmt: skip
+            norms = (attn.q_norm, attn.k_norm, *layer.norms(), next_norm)
+            parts.append((products, tuple(None if n is None else n.weight for n in norms), attn))
+        return parts
 
     def plans(self) -> list[LayerPlan]:
         if self._plans is None:
@@ -271,10 +339,11 @@ class LlamaModel(nn.Module):
                     rows(products[1], kernels),
                     rows(products[2], kernels),
                     rows(products[3], kernels),
-                    (post.weight, post.eps),
-                    (after.weight, after.eps),
+                    norms,
+                    attn.window or 0,
+                    attn.rope,
                 )
-                for i, (products, post, after) in enumerate(self._layer_parts())
+                for i, (products, norms, attn) in enumerate(self._layer_parts())
             ]
         return self._plans
 
@@ -285,25 +354,42 @@ class LlamaModel(nn.Module):
             parts = self._layer_parts()
             found = [product(m) for products, _, _ in parts for m in products]
             specs = [s for s in found if s is not None]
-            norms = [norm for _, post, after in parts for norm in (post, after)]
             usable = len(specs) == len(found) and hasattr(self.kernels, "layers")
             self._stack = (
                 Stack(
                     [w for w, _, _ in specs],
                     [k for _, k, _ in specs],
                     [b for _, _, b in specs],
-                    [n.weight for n in norms],
-                    [n.eps for n in norms],
+                    [n for _, norms, _ in parts for n in norms],
+                    [attn.rope for _, _, attn in parts],
+                    [attn.window or 0 for _, _, attn in parts],
                 )
                 if usable
                 else False
             )
         return self._stack if isinstance(self._stack, Stack) else None
 
-    def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def tables(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """cos and sin (max_position_embeddings, head_dim) of each of self.ropes."""
         if self._tables is None:
-            self._tables = rotary_tables(self.cfg, self.cfg.max_position_embeddings)
+            length = self.cfg.max_position_embeddings
+            self._tables = [rotary_tables(self.cfg, length, rope) for rope in self.ropes]
         return self._tables
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The embeddings of the ids, times the config's scale (Gemma's sqrt(hidden), a
+        float32 number as Hugging Face's Gemma3TextScaledWordEmbedding multiplies)."""
+        x = self.embed_tokens(input_ids)
+        if self.cfg.embedding_scale != 1.0:
+            x = x * torch.tensor(self.cfg.embedding_scale, dtype=x.dtype)
+        return x
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Logits from the last norm's output; capped, cap * tanh(logits / cap), where the
+        config says (Gemma's final_logit_softcapping)."""
+        logits = self.lm_head(h)
+        cap = self.cfg.final_softcap
+        return logits if not cap else torch.tanh(logits / cap) * cap
 
     def forward(
         self,
@@ -332,12 +418,12 @@ class LlamaModel(nn.Module):
             )
             return logits.view(b, t, -1) if all_logits else logits
         batch = Batch(cache, slots, positions, self.tables())
-        x = self.embed_tokens(input_ids)  # (B, T, C)
+        x = self.embed(input_ids)  # (B, T, C)
         for layer in self.layers:
             x = layer(x, batch)
         if not all_logits:
             x = x[:, -1, :]  # (B, C)
-        return self.lm_head(self.norm(x))  # (B, vocab) or (B, T, vocab)
+        return self.head(self.norm(x))  # (B, vocab) or (B, T, vocab)
 
     def takes_tokens(self, cache: KVCache) -> bool:
         """Can forward_tokens run: kernels in use, and what the attention kernel needs (a
@@ -366,32 +452,57 @@ class LlamaModel(nn.Module):
         kernels = self.kernels
         assert kernels is not None
         cfg = self.cfg
-        heads, kv_heads = cfg.num_heads, cfg.num_kv_heads
-        cos, sin = self.tables()
+        heads, kv_heads, eps = cfg.num_heads, cfg.num_kv_heads, cfg.rms_norm_eps
+        scale = cfg.attention_scale or 0.0
+        tables = self.tables()
         add_norm = kernels.add_rms_norm_  # x += r in place, then RMSNorm(x)
-        x = self.embed_tokens(input_ids)  # (N, C)
+        x = self.embed(input_ids)  # (N, C)
         first: RMSNorm = self.layers[0].input_layernorm  # type: ignore[assignment]
-        h = kernels.rms_norm(x, first.weight, first.eps)
+        h = kernels.rms_norm(x, first.weight, eps)
         stack = self.stack()
         if stack is not None:  # the loop below in one call
             h = kernels.layers(
-                x, h, stack.weights, stack.kinds, stack.biases, stack.norms, stack.eps,
-                cache.k, cache.v, slots, positions, cos, sin, heads, kv_heads,
+                x, h, stack.weights, stack.kinds, stack.biases, stack.norms, eps,
+                cache.k, cache.v, slots, positions, [c for c, _ in tables],
+                [s for _, s in tables], stack.ropes, stack.windows, heads, kv_heads, scale,
+                ACTIVATIONS.index(cfg.activation),
             )  # fmt: skip
-            return self.lm_head(h[last])  # (R, vocab)
+            return self.head(h[last])  # (R, vocab)
+        act = kernels.gelu_tanh_mul if cfg.activation == "gelu_tanh" else kernels.silu_mul
         shape = (input_ids.shape[0], heads + 2 * kv_heads, cfg.head_dim)
         for p in self.plans():
+            q_norm, k_norm, attn_out, mlp_in, mlp_out, after = p.norms
             qkv = p.qkv(h).view(shape)  # (N, H + 2 KVH, D)
-            kernels.rotary_(qkv, positions, cos, sin, heads + kv_heads)
+            if q_norm is not None:
+                kernels.qk_norm_(qkv, q_norm, k_norm, heads, kv_heads, eps)
+            if p.rope >= 0:
+                kernels.rotary_(qkv, positions, *tables[p.rope], heads + kv_heads)
             out = kernels.attention(
-                qkv, cache.k[p.layer], cache.v[p.layer], slots, positions, heads, kv_heads
-            )  # (N, H * D)
-            h = add_norm(x, p.o(out), *p.post)
-            h = add_norm(x, p.down(kernels.silu_mul(p.gate_up(h)), prompt), *p.after)
-        return self.lm_head(h[last])  # (R, vocab)
+                qkv, cache.k[p.layer], cache.v[p.layer], slots, positions, heads, kv_heads,
+                p.window, scale,
+            )  # (N, H * D)  # fmt: skip
+            r = p.o(out)
+            if attn_out is not None:
+                r = kernels.rms_norm(r, attn_out, eps)
+            h = add_norm(x, r, mlp_in, eps)
+            r = p.down(act(p.gate_up(h)), prompt)
+            if mlp_out is not None:
+                r = kernels.rms_norm(r, mlp_out, eps)
+            h = add_norm(x, r, after, eps)
+        return self.head(h[last])  # (R, vocab)
 
 
 FUSED = (("qkv_proj", ("q_proj", "k_proj", "v_proj")), ("gate_up_proj", ("gate_proj", "up_proj")))
+
+
+def offset_norms(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A Gemma state dict's norm weights as this model's RMSNorm applies them: Gemma's
+    scales by 1 + w, computed in float32 (Hugging Face's Gemma3RMSNorm), so w becomes
+    1 + w, the same float32 numbers."""
+    return {
+        key: 1.0 + value.float() if key.endswith("norm.weight") else value
+        for key, value in state.items()
+    }
 
 
 def fuse_checkpoint(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

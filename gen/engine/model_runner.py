@@ -59,10 +59,13 @@ class ModelRunner:
         dtype: torch.dtype = torch.float32,
         kv_budget_bytes: int | None = None,
         prefix_cache_bytes: int = 0,
+        chunk: int | None = None,
     ) -> None:
+        """chunk: the most prompt positions of one row a step runs (the scheduler's
+        budgets); sliding-window layers keep rings sized by it (KVCache)."""
         self.model = model
         self.cache = KVCache(
-            model.cfg, max_slots, max_model_len, dtype, budget_bytes=kv_budget_bytes
+            model.cfg, max_slots, max_model_len, dtype, budget_bytes=kv_budget_bytes, chunk=chunk
         )
         self.slots = SlotManager(self.cache)
         self.prefixes = PrefixStore(self.cache, prefix_cache_bytes)
@@ -81,6 +84,9 @@ class ModelRunner:
 
     def fits(self, rows: int, width: int) -> bool:
         return self.cache.fits(rows, width)
+
+    def serves(self, held: int, length: int) -> bool:
+        return self.cache.serves(held, length)
 
     # every cache mutation runs in inference mode: the cache holds inference tensors
     @torch.inference_mode()
@@ -101,7 +107,7 @@ class ModelRunner:
         for slot, owner in enumerate(self.slots.owners):
             if isinstance(owner, Sequence) and owner is not seq and owner.num_cached:
                 n = common_prefix(owner.history()[: owner.num_cached], wanted)
-                if n > length:
+                if n > length and self.cache.serves(owner.num_cached, n):
                     row, length = slot, n
         key, stored = self.prefixes.match(wanted)
         best = max(length, stored)

@@ -33,6 +33,11 @@ class Memory(Protocol):
         """Would `rows` rows of `width` positions each stay within the KV budget?"""
         ...
 
+    def serves(self, held: int, length: int) -> bool:
+        """Can a row holding `held` positions give another its first `length` (a
+        sliding-window layer's ring may have passed over what that one would see)?"""
+        ...
+
     def assign_slot(self, seq: Sequence) -> None: ...
 
     def reuse_prefix(self, seq: Sequence) -> int:
@@ -155,7 +160,8 @@ class Scheduler:
             return False
         wanted = seq.prompt_ids[:-1]
         for other, n in pieces:
-            shared = common_prefix(other.prompt_ids[: other.num_cached + n], wanted)
-            if shared >= seq.num_cached + least:
+            held = other.num_cached + n
+            shared = common_prefix(other.prompt_ids[:held], wanted)
+            if shared >= seq.num_cached + least and self.memory.serves(held, shared):
                 return True
         return False

@@ -7,13 +7,17 @@ a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_
 Q5_K, Q6_K), otherwise dequantised once to float32 (float16, other types). Nothing is converted
 to a float32 checkpoint first. Rows come out in Hugging Face's order: llama.cpp's
 converter permutes the rows of Llama's q and k projections for its rotary layout, and
-this undoes it, as transformers' GGUF loader does.
+this undoes it, as transformers' GGUF loader does. Gemma's norm weights are stored as 1 + w,
+which is what the engine's norms take (transformers subtracts the 1 again).
+
+What transformers' reading of the metadata leaves out is read here (gguf_config): the
+head width, and Llama 3's rope scaling in llama.cpp's form, a rope_freqs tensor.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -58,6 +62,7 @@ class GGUFWeights:
         except (OSError, ValueError) as exc:
             raise ModelError(f"{path}: cannot map: {exc}") from exc
         self.path = path
+        self.metadata = header.metadata
         self.arch = str(header.metadata.get("general.architecture", ""))
         self.tensors = {t.name: self._view(raw, t) for t in header.tensors}
 
@@ -100,18 +105,68 @@ class GGUFWeights:
         return torch.from_numpy(np.concatenate(views))
 
 
+def layer_norms(layer: DecoderLayer, cfg: ModelConfig) -> list[tuple[nn.Module, str]]:
+    """A layer's norms and llama.cpp's names of their tensors: ffn_norm is the MLP's
+    input norm, Llama's post_attention_layernorm and Gemma's pre_feedforward_layernorm."""
+    attn = layer.self_attn
+    norms: list[tuple[nn.Module | None, str]] = [(layer.input_layernorm, "attn_norm")]
+    if cfg.sandwich_norms:
+        norms += [
+            (layer.post_attention_layernorm, "post_attention_norm"),
+            (layer.pre_feedforward_layernorm, "ffn_norm"),
+            (layer.post_feedforward_layernorm, "post_ffw_norm"),
+        ]
+    else:
+        norms.append((layer.post_attention_layernorm, "ffn_norm"))
+    if cfg.qk_norm:
+        norms += [(attn.q_norm, "attn_q_norm"), (attn.k_norm, "attn_k_norm")]
+    return [(module, name) for module, name in norms if module is not None]
+
+
 def unpermute(rows: int, heads: int) -> np.ndarray:
     """Row order that undoes llama.cpp's permute of a q or k projection with `heads`
     heads (transformers' _reverse_permute_weights, applied to row indices)."""
     return np.arange(rows).reshape(heads, rows // heads // 2, 2).swapaxes(1, 2).reshape(rows)
 
 
+def gguf_config(path: Path | GGUFWeights, cfg: ModelConfig) -> ModelConfig:
+    """cfg, read through transformers' conversion of the file's metadata, with what that
+    leaves out: the head width (attention.key_length; transformers reads it for Gemma 3
+    only), a linear rope scaling (Gemma 3's, on its global layers), and a rope_freqs
+    tensor, llama.cpp's form of Llama 3's rope scaling (the inverse frequencies divided
+    by its factors; it replaces a llama3 scaling, being one). Another rope scaling in the
+    metadata is refused: it would run approximately."""
+    weights = path if isinstance(path, GGUFWeights) else GGUFWeights(path)
+    meta, arch = weights.metadata, weights.arch
+    key_length = meta.get(f"{arch}.attention.key_length")
+    if isinstance(key_length, int) and key_length > 0:
+        cfg = replace(cfg, head_dim=key_length)
+    scaling = meta.get(f"{arch}.rope.scaling.type")
+    factor = meta.get(f"{arch}.rope.scaling.factor")
+    if scaling not in (None, "none", "linear"):
+        raise ModelError(f"{weights.path}: rope scaling {scaling!r} in a GGUF file is not run")
+    if scaling == "linear" and factor and cfg.rope.kind == "default":
+        cfg = replace(cfg, rope=replace(cfg.rope, kind="linear", factor=float(factor)))
+    if weights.has("rope_freqs.weight"):
+        factors = weights.dense(weights.get("rope_freqs.weight")).reshape(-1)
+        if factors.numel() != cfg.head_dim // 2:
+            raise ModelError(
+                f"{weights.path}: rope_freqs has {factors.numel()} factors for a head of "
+                f"{cfg.head_dim}"
+            )
+        kind = "default" if cfg.rope.kind == "llama3" else cfg.rope.kind
+        cfg = replace(cfg, rope=replace(cfg.rope, kind=kind, freq_factors=tuple(factors.tolist())))
+    return cfg
+
+
 def load_gguf_model(
     path: Path, cfg: ModelConfig, kernels: ModuleType
 ) -> tuple[LlamaModel, Counter[str]]:
     """The model with its projections on the file's blocks; the second value counts the
-    weights by how they run ("Q4_1", "Q8_0", "float32")."""
+    weights by how they run ("Q4_1", "Q8_0", "float32"). cfg as gguf_config completes it
+    (done here too)."""
     weights = GGUFWeights(path)
+    cfg = gguf_config(weights, cfg)
     with torch.device("meta"):
         model = LlamaModel(cfg, init=False)
     counts: Counter[str] = Counter()
@@ -163,10 +218,11 @@ def load_gguf_model(
             (mlp, "gate_up_proj", [(f"{blk}.ffn_gate", None), (f"{blk}.ffn_up", None)]),
             (mlp, "down_proj", [(f"{blk}.ffn_down", None)]),
         )
+        biased = {"qkv_proj": cfg.attention_bias, "o_proj": cfg.output_bias}
         for parent, name, parts in projections:  # (the layer was built with nn.Linear)
-            setattr(parent, name, linear(parts, bias=name == "qkv_proj" and cfg.attention_bias))
-        norm(layer.input_layernorm, f"{blk}.attn_norm.weight")
-        norm(layer.post_attention_layernorm, f"{blk}.ffn_norm.weight")
+            setattr(parent, name, linear(parts, bias=biased.get(name, False)))
+        for module, tensor in layer_norms(layer, cfg):
+            norm(module, f"{blk}.{tensor}.weight")
     norm(model.norm, "output_norm.weight")
 
     embed = weights.get("token_embd.weight")

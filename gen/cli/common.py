@@ -13,7 +13,8 @@ from gen.engine.config import DTYPES, EngineConfig
 
 
 def quiet_libraries() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    """Libraries' chatter off. (Hugging Face's hub stays as the user set it: gen reads
+    local files with local_files_only, and an hf: model spec may download.)"""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

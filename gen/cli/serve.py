@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from gen.cli.common import add_dtype, default_model, engine_config
 from gen.errors import ConfigError
-from gen.pipeline.run.rundir import check_out_dir
 
 if TYPE_CHECKING:
     from gen.server.config import ServerConfig
@@ -178,6 +177,8 @@ def _config(args: argparse.Namespace) -> ServerConfig:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    from gen.pipeline.run.rundir import check_out_dir  # (not at import: every command pays it)
+
     check_out_dir(config.out)
     return config
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gen.home import gen_home
-from gen.models.store import BUNDLED_NAME, ModelSpec, context_length, prepare, resolve
+from gen.models.store import BUNDLED_NAME, ModelSpec, check, context_length, prepare, resolve
 
 if TYPE_CHECKING:
     from gen.models.loader import LoadedModel, load_model
@@ -18,6 +18,7 @@ __all__ = [
     "BUNDLED_NAME",
     "LoadedModel",
     "ModelSpec",
+    "check",
     "context_length",
     "gen_home",
     "load_model",

@@ -7,10 +7,11 @@ Knows the GGUF v2/v3 layout only; the sizes of quantised blocks come from the gg
 from __future__ import annotations
 
 import functools
+import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from gen.errors import ModelError
 
@@ -70,11 +71,16 @@ def read_header(path: Path) -> GGUFHeader:
 def _read_header(path: Path, size: int, mtime_ns: int) -> GGUFHeader:
     try:
         with path.open("rb") as f:
-            header = _parse(_Reader(f, size))
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        header = _parse(_Reader(data, size))
     except _Malformed as exc:
         raise ModelError(f"{path}: truncated or not a GGUF file ({exc})") from None
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
     if header.data_end > size:
         raise ModelError(
             f"{path}: truncated or not a GGUF file (its tensors need {header.data_end:,} "
@@ -84,24 +90,30 @@ def _read_header(path: Path, size: int, mtime_ns: int) -> GGUFHeader:
 
 
 class _Reader:
-    """Little-endian reads that fail as _Malformed instead of returning short data."""
+    """Little-endian reads over the mapped file that fail as _Malformed instead of
+    returning short data; the vocabulary's strings are stepped over, not copied."""
 
-    def __init__(self, f: BinaryIO, size: int) -> None:
-        self.f = f
+    def __init__(self, data: mmap.mmap | bytes, size: int) -> None:
+        self.data = data
         self.size = size
+        self.pos = 0
+
+    def _advance(self, n: int) -> int:
+        start = self.pos
+        if n > self.size - start:
+            raise _Malformed(f"the file ends before byte {start + n:,}")
+        self.pos = start + n
+        return start
 
     def take(self, n: int) -> bytes:
-        if n > self.size - self.f.tell():
-            raise _Malformed(f"the file ends before byte {self.f.tell() + n:,}")
-        return self.f.read(n)
+        start = self._advance(n)
+        return self.data[start : start + n]
 
     def skip(self, n: int) -> None:
-        if n > self.size - self.f.tell():
-            raise _Malformed(f"the file ends before byte {self.f.tell() + n:,}")
-        self.f.seek(n, 1)
+        self._advance(n)
 
     def scalar(self, fmt: str) -> Any:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+        return struct.unpack_from(fmt, self.data, self._advance(struct.calcsize(fmt)))[0]
 
     def string(self) -> str:
         return self.take(self.scalar("<Q")).decode("utf-8", errors="replace")
@@ -118,11 +130,22 @@ class _Reader:
         if item in _SCALARS:
             self.skip(count * struct.calcsize(_SCALARS[item]))
         elif item == _STRING:
-            for _ in range(count):
-                self.skip(self.scalar("<Q"))
+            self._skip_strings(count)
         else:
             raise _Malformed(f"unknown array item type {item}")
         return None
+
+    def _skip_strings(self, count: int) -> None:
+        """Step over `count` length-prefixed strings (a vocabulary: 262,144 of them in
+        Gemma 3's), without building them."""
+        data, size, pos, length = self.data, self.size, self.pos, struct.Struct("<Q")
+        for _ in range(count):
+            if pos + 8 > size:
+                raise _Malformed(f"the file ends before byte {pos + 8:,}")
+            pos += 8 + length.unpack_from(data, pos)[0]
+        if pos > size:
+            raise _Malformed(f"the file ends before byte {pos:,}")
+        self.pos = pos
 
 
 def _parse(r: _Reader) -> GGUFHeader:
@@ -155,7 +178,7 @@ def _parse(r: _Reader) -> GGUFHeader:
         table.append((name, shape, kind, offset, nbytes))
         end = max(end, offset + nbytes)
     alignment = metadata.get("general.alignment") or _ALIGNMENT
-    start = -(-r.f.tell() // alignment) * alignment
+    start = -(-r.pos // alignment) * alignment
     tensors = tuple(TensorInfo(n, shape, k, start + o, b) for n, shape, k, o, b in table)
     return GGUFHeader(metadata, start + end, tensors)
 

@@ -1,14 +1,16 @@
 """A GGUF file's weights straight into the engine's LlamaModel (`dtype gguf`).
 
-The file is memory-mapped (numpy, over the tensor table gen.models.gguf_header reads;
-gguf-py's own reader parses the whole vocabulary first, seconds) and each projection
-keeps its blocks:
-a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-Q5_K, Q6_K), otherwise dequantised once to float32 (float16, other types). Nothing is converted
-to a float32 checkpoint first. Rows come out in Hugging Face's order: llama.cpp's
-converter permutes the rows of Llama's q and k projections for its rotary layout, and
-this undoes it, as transformers' GGUF loader does. Gemma's norm weights are stored as 1 + w,
-which is what the engine's norms take (transformers subtracts the 1 again).
+The file is memory-mapped (over the tensor table gen.models.gguf_header reads; gguf-py's
+own reader parses the whole vocabulary first, seconds) and each projection keeps its
+blocks: a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+Q4_K, Q5_K, Q6_K), packed from the map, otherwise dequantised once to float32 (float16,
+other types). Nothing is converted to a float32 checkpoint first, and no second copy of the
+model is made: a tensor used as stored is a view of the map, and the pages read are handed
+back as the load moves on, so what stays resident is what the model holds (GGUFWeights).
+Rows come out in Hugging Face's order: llama.cpp's converter permutes the rows of Llama's q
+and k projections for its rotary layout, and this undoes it, as transformers' GGUF loader
+does. Gemma's norm weights are stored as 1 + w, which is what the engine's norms take
+(transformers subtracts the 1 again).
 
 What transformers' reading of the metadata leaves out is read here (gguf_config): the
 head width, and Llama 3's rope scaling in llama.cpp's form, a rope_freqs tensor.
@@ -16,6 +18,7 @@ head width, and Llama 3's rope scaling in llama.cpp's form, a rope_freqs tensor.
 
 from __future__ import annotations
 
+import mmap
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,14 +56,21 @@ class Tensor:
 
 
 class GGUFWeights:
-    """The tensors of one GGUF file, by name, memory-mapped."""
+    """The tensors of one GGUF file, by name, mapped copy-on-write: views the engine can
+    hold without a copy (nothing writes them). The pages a read touches are handed back
+    (release) when the next read starts, by when its blocks are packed or copied, and at
+    the end of the load: the map's pages count toward resident memory only while in use,
+    and a view the model keeps (an embedding's rows, blocks the kernels read as stored)
+    comes back from the page cache as it is read."""
 
     def __init__(self, path: Path) -> None:
         header = read_header(path)
         try:
-            raw = np.memmap(path, dtype=np.uint8, mode="r")
+            with path.open("rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
         except (OSError, ValueError) as exc:
             raise ModelError(f"{path}: cannot map: {exc}") from exc
+        raw = np.frombuffer(self._map, dtype=np.uint8)
         self.path = path
         self.metadata = header.metadata
         self.arch = str(header.metadata.get("general.architecture", ""))
@@ -92,17 +102,26 @@ class GGUFWeights:
         loads, so `dtype float32` on the same file holds the same numbers."""
         from gguf.quants import dequantize
 
+        self.release()
         values = dequantize(np.asarray(tensor.data), tensor.tensor_type).astype(np.float32)
         if rows is not None:
             values = values[rows]
         return torch.from_numpy(np.ascontiguousarray(values))
 
-    @staticmethod
-    def blocks(parts: list[tuple[Tensor, np.ndarray | None]]) -> torch.Tensor:
+    def blocks(self, parts: list[tuple[Tensor, np.ndarray | None]]) -> torch.Tensor:
         """The tensors' blocks stacked by rows, each in its row order (None: as stored):
-        copied out of the read-only map once."""
+        one tensor as stored is a view of the map (packing copies it; kept as it is, its
+        pages are the file's), anything else is copied out of the map once."""
+        self.release()
+        if len(parts) == 1 and parts[0][1] is None:
+            return torch.from_numpy(parts[0][0].data)
         views = [t.data if rows is None else t.data[rows] for t, rows in parts]
         return torch.from_numpy(np.concatenate(views))
+
+    def release(self) -> None:
+        """Hand the map's resident pages back to the page cache (a view still in use reads
+        them again from there); each read calls it first."""
+        self._map.madvise(mmap.MADV_DONTNEED)
 
 
 def layer_norms(layer: DecoderLayer, cfg: ModelConfig) -> list[tuple[nn.Module, str]]:
@@ -248,5 +267,6 @@ def load_gguf_model(
     leftover += [n for n, b in model.named_buffers() if b.is_meta]
     if leftover:
         raise ModelError(f"{path}: weights missing for {', '.join(leftover[:5])}")
+    weights.release()
     model.use_kernels(kernels)
     return model.eval(), counts

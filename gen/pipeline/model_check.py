@@ -1,5 +1,6 @@
 """The model a pipeline will run with, checked without loading it: the spec resolves (a
-model path exists), context.reserve leaves room for a prompt in the window the run will
+model path exists), a GGUF file's header asks for nothing gen does not run
+(gen.models.gguf_support), context.reserve leaves room for a prompt in the window the run will
 have (the model's context length read from its GGUF header or config.json), and each
 length target fits that window, its max_words and an explicit max_rounds (length.py).
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 
 from gen.errors import GenError, ModelError
-from gen.models import context_length, resolve
+from gen.models import check, context_length, resolve
 from gen.pipeline.length import Window, conservative_rate, plan_section, text_room
 from gen.pipeline.references import fail
 from gen.pipeline.spec import Pipeline, Section
@@ -29,6 +30,7 @@ def check_model(pipeline: Pipeline, spec: str | None = None) -> list[str]:
     smap = pipeline._templates.smap
     try:
         model = resolve(spec or pipeline.model)
+        check(model)
         length = context_length(model)
     except ModelError as exc:
         if spec is not None:

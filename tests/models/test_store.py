@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from safetensors.torch import save_file
 
 from gen.errors import ModelError
 from gen.models import BUNDLED_NAME, load_model, prepare, resolve, store
+from tests.models.ggufs import write_gguf
 
 LLAMA_CONFIG = {
     "architectures": ["LlamaForCausalLM"],
@@ -131,8 +134,8 @@ def test_corrupt_gguf_is_a_model_error(gen_home: Path, tmp_path: Path, content: 
     with pytest.raises(ModelError, match="truncated or not a GGUF file") as err:
         prepare(str(bad))
     assert str(bad) in str(err.value)
-    # nothing half-converted is left behind, so the next try starts clean
-    assert list((gen_home / "models").iterdir()) == []
+    # refused from its header: nothing converted, nothing left behind
+    assert not (gen_home / "models").exists()
     with pytest.raises(ModelError):
         load_model(str(bad))
 
@@ -177,26 +180,54 @@ def test_conversion_is_cached(
 ) -> None:
     calls: list[Path] = []
     monkeypatch.setattr(store, "convert_gguf", fake_convert(calls))
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"first weights")
+    gguf = write_gguf(tmp_path / "m.gguf")
     first = prepare(str(gguf))
     assert first.parent == gen_home / "models" and first.name.startswith("m-")
     assert (first / "config.json").is_file()
     assert prepare(str(gguf)) == first
     assert calls == [gguf.resolve()]  # converted once
     assert store.cached_models() == [first]
-    assert [p.name for p in (gen_home / "models").iterdir()] == [first.name]  # no temp dirs
+    assert sorted(p.name for p in (gen_home / "models").iterdir()) == [first.name, "sources"]
 
-    gguf.write_bytes(b"other weights")  # same name, new content: a new conversion
+    write_gguf(gguf, layers=2)  # same name, new content: a new conversion
     second = prepare(str(gguf))
     assert second != first and len(calls) == 2
+
+
+def test_a_files_hash_is_computed_once_per_version_of_the_file(
+    gen_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm load finds the converted folder from the file's stat (path, size, mtime,
+    inode), not by hashing the whole file again; a touched or copied file is hashed anew."""
+    gguf = write_gguf(tmp_path / "m.gguf")
+    hashed: list[Path] = []
+    real = store.file_sha256
+
+    def counted(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(store, "file_sha256", counted)
+    first = store.converted_dir(gguf)
+    assert first.name == f"m-{real(gguf)[:16]}"
+    assert store.converted_dir(gguf) == first and hashed == [gguf]  # the record answered
+    stat = gguf.stat()
+    os.utime(gguf, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # touched: hashed again
+    assert store.converted_dir(gguf) == first and len(hashed) == 2
+    copy = tmp_path / "elsewhere" / "m.gguf"
+    copy.parent.mkdir()
+    shutil.copy(gguf, copy)  # another path to the same bytes: the same folder
+    assert store.converted_dir(copy) == first and len(hashed) == 3
+    assert store.converted_dir(copy) == first and len(hashed) == 3
+    for record in (gen_home / "models" / "sources").iterdir():
+        record.write_text("{torn", encoding="utf-8")  # a torn record: hashed again
+    assert store.converted_dir(gguf) == first and len(hashed) == 4
 
 
 def test_a_concurrent_conversion_that_finished_first_is_used(
     gen_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"weights")
+    gguf = write_gguf(tmp_path / "m.gguf")
     target = store.converted_dir(gguf)
 
     def racing(src: Path, out: Path, weights: bool = True) -> None:
@@ -208,7 +239,7 @@ def test_a_concurrent_conversion_that_finished_first_is_used(
     monkeypatch.setattr(store, "convert_gguf", racing)
     assert prepare(str(gguf)) == target
     assert json.loads((target / store.DONE_MARKER).read_text()) == {"winner": True}
-    assert [p.name for p in (gen_home / "models").iterdir()] == [target.name]
+    assert sorted(p.name for p in (gen_home / "models").iterdir()) == [target.name, "sources"]
 
 
 @pytest.mark.real_model
@@ -228,8 +259,7 @@ def test_without_weights_only_the_tokenizer_is_prepared_and_a_full_conversion_se
 ) -> None:
     calls: list[Path] = []
     monkeypatch.setattr(store, "convert_gguf", fake_convert(calls))
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"weights")
+    gguf = write_gguf(tmp_path / "m.gguf")
     light = prepare(str(gguf), weights=False)
     assert (
         light.name.endswith(store.TOKENIZER_SUFFIX) and prepare(str(gguf), weights=False) == light
@@ -264,8 +294,7 @@ def test_a_conversion_without_its_done_marker_is_redone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GEN_HOME", str(tmp_path / "home"))
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"not really a gguf")
+    gguf = write_gguf(tmp_path / "m.gguf")
     target = store.converted_dir(gguf)
     target.mkdir(parents=True)
     (target / "junk").write_text("left by a killed conversion")

@@ -28,6 +28,10 @@ class _Malformed(Exception):
     """The bytes end early or do not follow the GGUF layout."""
 
 
+class _UnknownType(Exception):
+    """A tensor of a ggml type the gguf package does not know: its size is unknown."""
+
+
 @dataclass(frozen=True, slots=True)
 class TensorInfo:
     """One entry of the tensor table: its GGUF shape (innermost dimension first), ggml
@@ -78,6 +82,11 @@ def _read_header(path: Path, size: int, mtime_ns: int) -> GGUFHeader:
         header = _parse(_Reader(data, size))
     except _Malformed as exc:
         raise ModelError(f"{path}: truncated or not a GGUF file ({exc})") from None
+    except _UnknownType as exc:
+        raise ModelError(
+            f"{path}: gen cannot read this file: {exc}, which the gguf package does not know "
+            "(a newer llama.cpp's type?)"
+        ) from None
     finally:
         if isinstance(data, mmap.mmap):
             data.close()
@@ -174,7 +183,10 @@ def _parse(r: _Reader) -> GGUFHeader:
         for n in shape:
             elements *= n
         kind, offset = r.scalar("<I"), r.scalar("<Q")
-        nbytes = _tensor_bytes(kind, elements)
+        try:
+            nbytes = _tensor_bytes(kind, elements)
+        except _UnknownType:
+            raise _UnknownType(f"the tensor {name!r} has ggml type {kind}") from None
         table.append((name, shape, kind, offset, nbytes))
         end = max(end, offset + nbytes)
     alignment = metadata.get("general.alignment") or _ALIGNMENT
@@ -189,5 +201,5 @@ def _tensor_bytes(kind: int, elements: int) -> int:
     try:
         block, size = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
     except (KeyError, ValueError):
-        raise _Malformed(f"unknown tensor type {kind}") from None
+        raise _UnknownType(kind) from None
     return elements // block * size

@@ -20,8 +20,9 @@ from gen.engine import packed as packed_linears
 from gen.engine.config import EngineConfig
 from gen.engine.llama import fuse_checkpoint, offset_norms
 from gen.errors import ModelError
+from gen.models.convert import DONE_MARKER
 from gen.models.gguf_weights import gguf_config, load_gguf_model
-from gen.models.store import DONE_MARKER, ModelSpec, prepare, resolve
+from gen.models.store import ModelSpec, prepare, resolve
 
 log = logging.getLogger(__name__)
 

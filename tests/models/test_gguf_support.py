@@ -14,7 +14,7 @@ from gguf import GGMLQuantizationType
 
 import gen.backends
 from gen.cli import main
-from gen.engine.quantised import BLOCK_BYTES
+from gen.engine.quantised import runs
 from gen.errors import ModelError
 from gen.models import check, prepare, resolve, store
 from gen.models.gguf_header import read_header
@@ -68,8 +68,24 @@ def test_tensor_types_gguf_py_cannot_read_are_counted(tmp_path: Path) -> None:
     assert problems_of(path) == ["tensor types gen cannot read: I32 (2 tensors), F64 (1 tensor)"]
 
 
+def test_a_type_the_gguf_package_does_not_know_is_named(tmp_path: Path) -> None:
+    path = write_gguf(tmp_path / "new.gguf")
+    data = bytearray(path.read_bytes())
+    at = data.index(b"token_embd.weight") + len(b"token_embd.weight")
+    dims = int.from_bytes(data[at : at + 4], "little")
+    kind = at + 4 + 8 * dims
+    data[kind : kind + 4] = (99).to_bytes(4, "little")  # a type from a newer llama.cpp
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelError) as info:
+        check(resolve(str(path)))
+    assert str(info.value) == (
+        f"{path}: gen cannot read this file: the tensor 'token_embd.weight' has ggml type 99, "
+        "which the gguf package does not know (a newer llama.cpp's type?)"
+    )
+
+
 def test_every_type_a_kernel_reads_is_dequantisable_so_never_refused() -> None:
-    assert all(dequantisable(kind) for kind in BLOCK_BYTES)
+    assert all(dequantisable(kind) for kind in GGMLQuantizationType if runs(kind))
     for kind in ("F32", "F16", "BF16", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "Q8_0"):
         assert dequantisable(GGMLQuantizationType[kind]), kind
     assert not dequantisable(GGMLQuantizationType.I32)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gen.engine.chat import encode_chat
-from gen.models import BUNDLED_NAME, prepare, store
+from gen.models import BUNDLED_NAME, prepare, sources, store
 from gen.models.loader import load_tokenizer
 
 TEXTS = ["你好，世界", "เขียนเรื่องสั้นเกี่ยวกับทะเล 🌊", "Hello  world\n\n  indented", "<start_of_turn>x"]
@@ -44,7 +44,7 @@ def test_gemmas_folder_holds_gen_s_template_and_loads_without_converting(
     assert settings["tokenizer_class"] == "TokenizersBackend"
     assert len(settings["added_tokens_decoder"]) > 6000  # <unused0> ... included
     monkeypatch.setattr(store, "convert_gguf", lambda *a, **k: pytest.fail("converted again"))
-    monkeypatch.setattr(store, "file_sha256", lambda p: pytest.fail("hashed again"))
+    monkeypatch.setattr(sources, "file_sha256", lambda p: pytest.fail("hashed again"))
     assert store.converted(gemma_gguf, weights=False) == gemma_folder
 
 

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import save_file
 
 from gen.errors import ModelError
-from gen.models import BUNDLED_NAME, load_model, prepare, resolve, store
+from gen.models import BUNDLED_NAME, load_model, prepare, resolve, sources, store
 from tests.models.ggufs import write_gguf
 
 LLAMA_CONFIG = {
@@ -201,13 +201,13 @@ def test_a_files_hash_is_computed_once_per_version_of_the_file(
     inode), not by hashing the whole file again; a touched or copied file is hashed anew."""
     gguf = write_gguf(tmp_path / "m.gguf")
     hashed: list[Path] = []
-    real = store.file_sha256
+    real = sources.file_sha256
 
     def counted(path: Path) -> str:
         hashed.append(path)
         return real(path)
 
-    monkeypatch.setattr(store, "file_sha256", counted)
+    monkeypatch.setattr(sources, "file_sha256", counted)
     first = store.converted_dir(gguf)
     assert first.name == f"m-{real(gguf)[:16]}"
     assert store.converted_dir(gguf) == first and hashed == [gguf]  # the record answered

@@ -10,8 +10,7 @@ Checked (`problems`):
 - every tensor's type is one gguf-py dequantises: the kernels read some in place
   (gen.engine.quantised.runs, all of them dequantisable too) and the rest become float32;
 - every tensor is one the engine reads for the architecture, and each layer has all of its
-  own (a tensor the engine would pass over, such as Llama 3's `rope_freqs`, changes the
-  arithmetic);
+  own (a tensor the engine would pass over changes the arithmetic);
 - every `<arch>.` metadata key is one gen knows (COMMON_KEYS and the architecture's own),
   and of those:
   - rope scaling: none, or a factor of 1, unless the architecture's `rope_scaling` lists the
@@ -64,21 +63,33 @@ class Architecture:
     keys: `<arch>.` metadata beyond COMMON_KEYS that the engine honours.
     rope_scaling: rope scaling types the engine applies ("none" always passes).
     sliding_window: the engine honours `attention.sliding_window`.
-    head_width: the key transformers reads the config's head width from (None: it is
-    embedding_length / head_count)."""
+    head_width: the key the config's head width is read from (None: it is
+    embedding_length / head_count).
+    optional: tensors outside the layers that the engine reads where the file has them."""
 
     layer: tuple[str, ...]
     keys: frozenset[str] = frozenset()
-    rope_scaling: tuple[str, ...] = ()
+    rope_scaling: tuple[str, ...] = ("linear",)
     sliding_window: bool = False
-    head_width: str | None = None
+    head_width: str | None = "attention.key_length"
+    optional: tuple[str, ...] = ()
 
+
+QK_NORMS = ("attn_q_norm.weight", "attn_k_norm.weight")
+# Gemma 3's layer: the sandwich norms around attention and MLP (ffn_norm is the MLP's input)
+GEMMA3_LAYER = (
+    *LLAMA_LAYER, *QK_NORMS, "post_attention_norm.weight", "post_ffw_norm.weight",
+)  # fmt: skip
 
 # The one list of what gen runs; an architecture added to the engine is added here.
+# (gen.models.gguf_weights.gguf_config applies a linear rope scaling and a `rope_freqs`
+# tensor, llama.cpp's form of Llama 3's, and takes the head width from key_length.)
 ARCHITECTURES: dict[str, Architecture] = {
-    "llama": Architecture(LLAMA_LAYER, head_width="rope.dimension_count"),
-    "mistral": Architecture(LLAMA_LAYER, head_width="rope.dimension_count"),
+    "llama": Architecture(LLAMA_LAYER, optional=("rope_freqs.weight",)),
+    "mistral": Architecture(LLAMA_LAYER),
     "qwen2": Architecture((*LLAMA_LAYER, "attn_q.bias", "attn_k.bias", "attn_v.bias")),
+    "qwen3": Architecture((*LLAMA_LAYER, *QK_NORMS)),
+    "gemma3": Architecture(GEMMA3_LAYER, sliding_window=True),
 }
 
 
@@ -161,7 +172,7 @@ def _tensor_problems(header: GGUFHeader, name: str, arch: Architecture) -> list[
     expected |= {f"blk.{i}.{t}" for i in range(count) for t in arch.layer}
     present = {t.name for t in header.tensors}
     found = []
-    unknown = sorted(present - expected - set(OPTIONAL_GLOBALS), key=_by_layer)
+    unknown = sorted(present - expected - {*OPTIONAL_GLOBALS, *arch.optional}, key=_by_layer)
     if unknown:
         found.append(f"tensors gen does not read: {_names(unknown)}")
     missing = sorted(expected - present, key=_by_layer)

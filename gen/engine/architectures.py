@@ -89,6 +89,7 @@ def model_config(cfg: Mapping[str, Any], extra_eos: tuple[int, ...] = ()) -> Mod
     eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if eos is not None else ())
     bias = bool(cfg.get("attention_bias", kind == "qwen2"))
     scalar = cfg.get("query_pre_attn_scalar") if gemma else None
+    rotates = rope_layers(cfg, layers) if kind == "smollm3" else [1] * layers
     return ModelConfig(
         vocab_size=int(cfg["vocab_size"]),
         hidden_size=hidden,
@@ -109,9 +110,7 @@ def model_config(cfg: Mapping[str, Any], extra_eos: tuple[int, ...] = ()) -> Mod
         sliding_window=window,
         layer_types=layer_types,
         local_rope=local,
-        no_rope_layers=tuple(i for i, rotates in enumerate(rope_layers(cfg, layers)) if not rotates)
-        if kind == "smollm3"
-        else (),
+        no_rope_layers=tuple(i for i, r in enumerate(rotates) if not r),
         qk_norm=kind == "qwen3" or gemma,
         sandwich_norms=gemma,
         activation="gelu_tanh" if gemma else "silu",
@@ -125,9 +124,9 @@ def model_config(cfg: Mapping[str, Any], extra_eos: tuple[int, ...] = ()) -> Mod
 def refuse(cfg: Mapping[str, Any], kind: str) -> None:
     """ValueError for a setting of the config the engine does not implement."""
     act = cfg.get("hidden_activation") or cfg.get("hidden_act")
-    wanted = ("gelu_pytorch_tanh",) if kind in GEMMA else ("silu",)
-    if act is not None and act not in wanted:
-        raise ValueError(f"{kind}: unsupported activation {act!r} (runs {wanted[0]})")
+    wanted = "gelu_pytorch_tanh" if kind in GEMMA else "silu"
+    if act is not None and act != wanted:
+        raise ValueError(f"{kind}: unsupported activation {act!r} (runs {wanted})")
     if cfg.get("mlp_bias"):
         raise ValueError(f"{kind}: MLP biases (mlp_bias) are not supported")
     if cfg.get("use_bidirectional_attention"):

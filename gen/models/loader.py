@@ -75,6 +75,29 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+# the special tokens chat templates close a turn with (Gemma, Llama 3, ChatML, Phi): where
+# the model's own template writes one, a reply ends there, as llama.cpp ends generation at
+# its end-of-generation tokens. A GGUF's metadata often names only the text's end (Gemma 3's
+# <eos>), and a chat reply would otherwise run on past its turn.
+TURN_ENDS = ("<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>")
+
+
+def turn_ends(tokenizer: Any) -> list[int]:
+    """The ids of TURN_ENDS that the tokenizer's chat template writes and its vocabulary
+    holds as one special token."""
+    template = getattr(tokenizer, "chat_template", None)
+    if not isinstance(template, str):
+        return []
+    found = []
+    for text in TURN_ENDS:
+        if text not in template:
+            continue
+        ids = tokenizer.convert_tokens_to_ids([text])
+        if ids and isinstance(ids[0], int) and ids[0] != getattr(tokenizer, "unk_token_id", None):
+            found.append(ids[0])
+    return found
+
+
 def read_config(path: Path, tokenizer: Any) -> ModelConfig:
     cfg = _read_json(path / "config.json")
     extra: list[int] = []
@@ -84,6 +107,7 @@ def read_config(path: Path, tokenizer: Any) -> ModelConfig:
         extra += eos if isinstance(eos, list) else ([eos] if eos is not None else [])
     if getattr(tokenizer, "eos_token_id", None) is not None:
         extra.append(int(tokenizer.eos_token_id))
+    extra += turn_ends(tokenizer)
     try:
         return ModelConfig.from_hf(cfg, tuple(extra))
     except KeyError as exc:

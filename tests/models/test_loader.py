@@ -14,6 +14,7 @@ from gen.engine import LlamaModel, kernels
 from gen.engine.config import EngineConfig
 from gen.engine.packed import KernelLinear, PackedLinear
 from gen.models import BUNDLED_NAME, gen_home, load_model
+from gen.models.loader import turn_ends
 
 pytestmark = pytest.mark.real_model
 
@@ -93,3 +94,26 @@ def test_the_tokenizer_is_loaded_as_its_backend_class_the_same_as_autotokenizer(
     settings["tokenizer_class"] = "PreTrainedTokenizerFast"
     (other / "tokenizer_config.json").write_text(json.dumps(settings), "utf-8")
     assert load_tokenizer(other).encode(text) == auto.encode(text)
+
+
+class TemplateTokenizer:
+    """What turn_ends reads of a tokenizer: its chat template and special tokens."""
+
+    unk_token_id = 0
+
+    def __init__(self, template: str | None, vocab: dict[str, int]) -> None:
+        self.chat_template = template
+        self.vocab = vocab
+
+    def convert_tokens_to_ids(self, tokens: list[str]) -> list[int]:
+        return [self.vocab.get(t, self.unk_token_id) for t in tokens]
+
+
+def test_the_turn_end_a_chat_template_writes_ends_a_reply() -> None:
+    vocab = {"<end_of_turn>": 106, "<|im_end|>": 2, "<|eot_id|>": 128009}
+    gemma = "{{ '<start_of_turn>' + m['content'] + '<end_of_turn>\n' }}"
+    assert turn_ends(TemplateTokenizer(gemma, vocab)) == [106]
+    both = "<|im_end|> … <end_of_turn>"
+    assert turn_ends(TemplateTokenizer(both, vocab)) == [106, 2]
+    assert turn_ends(TemplateTokenizer("<|eot_id|>", {})) == []  # not one token: unknown
+    assert turn_ends(TemplateTokenizer(None, vocab)) == []  # no template: no turns

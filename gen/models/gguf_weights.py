@@ -3,8 +3,8 @@
 The file is memory-mapped (numpy, over the tensor table gen.models.gguf_header reads;
 gguf-py's own reader parses the whole vocabulary first, seconds) and each projection
 keeps its blocks:
-a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-Q5_K, Q6_K), otherwise dequantised once to float32 (float16, other types). Nothing is converted
+a QuantLinear where the kernels read its type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
+Q6_K, F16, BF16), otherwise dequantised once to float32 (the other types). Nothing is converted
 to a float32 checkpoint first. Rows come out in Hugging Face's order: llama.cpp's
 converter permutes the rows of Llama's q and k projections for its rotary layout, and
 this undoes it, as transformers' GGUF loader does.

@@ -101,6 +101,22 @@ class QuantLinear(nn.Module):
         return f"in={self.in_features}, out={self.out_features}, {NAMES[self.kind]}{packed}"
 
 
+class QuantStack(nn.Module):
+    """A projection whose rows come from parts of different block types, each a
+    QuantLinear, their outputs side by side (a GGUF file's q, k and v stacked into one
+    projection, v in another type, as llama.cpp's Q4_K_M files have them). No one kernel
+    call takes it: it has no `product()`, and runs as a module."""
+
+    def __init__(self, parts: list[QuantLinear]) -> None:
+        super().__init__()
+        self.parts = nn.ModuleList(parts)
+        self.in_features = parts[0].in_features
+        self.out_features = sum(part.out_features for part in parts)
+
+    def forward(self, x: torch.Tensor, prompt: bool | None = None) -> torch.Tensor:
+        return torch.cat([part(x, prompt) for part in self.parts], dim=-1)
+
+
 class QuantEmbedding(nn.Module):
     """Embedding rows looked up in GGUF blocks and dequantised (only the rows used)."""
 

@@ -25,7 +25,7 @@ from torch import nn
 from gen.engine import LlamaModel, ModelConfig
 from gen.engine import packed as packed_linears
 from gen.engine.llama import DecoderLayer
-from gen.engine.quantised import NAMES, QuantEmbedding, QuantLinear, runs
+from gen.engine.quantised import NAMES, QuantEmbedding, QuantLinear, QuantStack, runs
 from gen.errors import ModelError
 from gen.models.gguf_header import TensorInfo, read_header
 
@@ -131,12 +131,21 @@ def load_gguf_model(
                 [weights.dense(weights.get(f"{name}.bias"), order) for (name, _), order in
                  zip(parts, orders, strict=True)]
             )  # fmt: skip
-        kinds = {weights.kind(t) for t in tensors}
+        kinds = [weights.kind(t) for t in tensors]
         in_features = int(tensors[0].shape[0])  # GGUF shapes are (in, out)
-        if len(kinds) == 1 and runs(kind := kinds.pop(), in_features):
-            blocks = weights.blocks(list(zip(tensors, orders, strict=True)))
-            counts[NAMES[kind]] += blocks.shape[0] * in_features
-            return QuantLinear(blocks, kind, in_features, kernels, biases)
+        if all(runs(kind, in_features) for kind in kinds):
+            for t, kind in zip(tensors, kinds, strict=True):
+                counts[NAMES[kind]] += t.n_elements
+            if len(set(kinds)) == 1:
+                blocks = weights.blocks(list(zip(tensors, orders, strict=True)))
+                return QuantLinear(blocks, kinds[0], in_features, kernels, biases)
+            rows = np.cumsum([0] + [t.data.shape[0] for t in tensors])
+            return QuantStack([
+                QuantLinear(weights.blocks([(t, order)]), kind, in_features, kernels,
+                            None if biases is None else biases[start:end])
+                for t, order, kind, start, end in
+                zip(tensors, orders, kinds, rows[:-1], rows[1:], strict=True)
+            ])  # fmt: skip
         dense = torch.cat([weights.dense(t, o) for t, o in zip(tensors, orders, strict=True)])
         counts["float32"] += dense.numel()
         plain = nn.Linear(dense.shape[1], dense.shape[0], bias=biases is not None)

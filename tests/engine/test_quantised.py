@@ -41,6 +41,7 @@ from gen.engine.quantised import (
     Q8_0,
     QuantEmbedding,
     QuantLinear,
+    QuantStack,
 )
 from gen.errors import ModelError
 from gen.models.gguf_weights import GGUFWeights, load_gguf_model, unpermute
@@ -250,9 +251,11 @@ LAYERS = [
     {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": BF16, "down_proj": Q5_K},
     {"qkv_proj": Q4_1, "o_proj": F16, "gate_up_proj": Q5_0, "down_proj": Q2_K},
 ]
+MIXED_V = Q8_0  # layer 3's v, in a file written `mixed` (as llama.cpp's Q4_K_M files have some)
+PARENT = {"qkv_proj": "self_attn", "o_proj": "self_attn", "gate_up_proj": "mlp", "down_proj": "mlp"}
 
 
-def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
+def write_gguf(path: Path, seed: int = 0, mixed: bool = False) -> tuple[LlamaModel, dict[str, int]]:
     """A tiny Llama written as llama.cpp would (q and k rows permuted, quantised), and
     the float32 model holding exactly the numbers the file stands for. Blocks gguf-py
     cannot write are random (gguf_blocks.make_blocks); the K-quants' need rows of 256, a
@@ -284,7 +287,7 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
         parts = [
             put(f"blk.{i}.attn_q.weight", q, kinds["qkv_proj"], h),
             put(f"blk.{i}.attn_k.weight", kk, kinds["qkv_proj"], kv),
-            put(f"blk.{i}.attn_v.weight", v, kinds["qkv_proj"]),
+            put(f"blk.{i}.attn_v.weight", v, MIXED_V if mixed and i == 3 else kinds["qkv_proj"]),
         ]
         state[f"layers.{i}.self_attn.qkv_proj.weight"] = torch.from_numpy(np.concatenate(parts))
         state[f"layers.{i}.self_attn.o_proj.weight"] = torch.from_numpy(
@@ -328,20 +331,26 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
     return reference, {"down_proj": 0}
 
 
+@pytest.mark.parametrize("mixed", [False, True])
 def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
-    k: ModuleType, tmp_path: Path
+    k: ModuleType, tmp_path: Path, mixed: bool
 ) -> None:
+    """Every layer in the kernels' one `layers` call; `mixed` (q and k in one type, v in
+    another: a QuantStack, which no one call takes) layer by layer in Python."""
     path = tmp_path / "tiny.gguf"
-    reference, _ = write_gguf(path)
+    reference, _ = write_gguf(path, mixed=mixed)
     model, counts = load_gguf_model(path, reference.cfg, k)
-    for layer, kinds in zip(model.layers, LAYERS, strict=True):
-        for name, kind in kinds.items():
-            part = "mlp" if name in ("gate_up_proj", "down_proj") else "self_attn"
-            module = layer.get_submodule(f"{part}.{name}")
+    for i, (layer, kinds) in enumerate(zip(model.layers, LAYERS, strict=True)):
+        for name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"):
+            module, kind = layer.get_submodule(f"{PARENT[name]}.{name}"), kinds[name]
             if kind == Q2_K:  # no kernel: float32 here
                 assert not isinstance(module, QuantLinear)
+            elif name == "qkv_proj" and mixed and i == 3:  # a part each
+                assert isinstance(module, QuantStack)
+                assert [part.kind for part in module.parts] == [kind, kind, MIXED_V]
             else:
                 assert isinstance(module, QuantLinear) and module.kind == kind, (name, kind)
+    assert (model.stack() is None) is mixed
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
     cfg = reference.cfg
@@ -349,7 +358,8 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     assert counts["float32"] == counts["Q4_K"] == counts["Q5_K"] == counts["Q6_K"] == down
     assert counts["Q5_1"] == 2 * counts["F16"] == 2 * cfg.hidden_size * cfg.num_heads * cfg.head_dim
     assert counts["BF16"] == 2 * down
-    assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
+    v = cfg.num_kv_heads * cfg.head_dim * cfg.hidden_size if mixed else 0
+    assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size + v
     packed_linears.pack_linears(reference, kernels=k)  # both through the kernels
     reference.use_kernels(k)
 

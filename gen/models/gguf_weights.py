@@ -2,8 +2,8 @@
 
 The file is memory-mapped (over the tensor table gen.models.gguf_header reads; gguf-py's
 own reader parses the whole vocabulary first, seconds) and each projection keeps its
-blocks: a QuantLinear where the kernels read its block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-Q4_K, Q5_K, Q6_K), packed from the map, otherwise dequantised once to float32 (float16,
+blocks: a QuantLinear where the kernels read its type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+Q5_K, Q6_K, F16, BF16), packed from the map, otherwise dequantised once to float32 (the
 other types). Nothing is converted to a float32 checkpoint first, and no second copy of the
 model is made: a tensor used as stored is a view of the map, and the pages read are handed
 back as the load moves on, so what stays resident is what the model holds (GGUFWeights).
@@ -32,7 +32,7 @@ from torch import nn
 from gen.engine import LlamaModel, ModelConfig
 from gen.engine import packed as packed_linears
 from gen.engine.llama import DecoderLayer
-from gen.engine.quantised import NAMES, QuantEmbedding, QuantLinear, runs
+from gen.engine.quantised import NAMES, QuantEmbedding, QuantLinear, QuantStack, runs
 from gen.errors import ModelError
 from gen.models.gguf_header import TensorInfo, read_header
 
@@ -205,12 +205,21 @@ def load_gguf_model(
                 [weights.dense(weights.get(f"{name}.bias"), order) for (name, _), order in
                  zip(parts, orders, strict=True)]
             )  # fmt: skip
-        kinds = {weights.kind(t) for t in tensors}
+        kinds = [weights.kind(t) for t in tensors]
         in_features = int(tensors[0].shape[0])  # GGUF shapes are (in, out)
-        if len(kinds) == 1 and runs(kind := kinds.pop(), in_features):
-            blocks = weights.blocks(list(zip(tensors, orders, strict=True)))
-            counts[NAMES[kind]] += blocks.shape[0] * in_features
-            return QuantLinear(blocks, kind, in_features, kernels, biases)
+        if all(runs(kind, in_features) for kind in kinds):
+            for t, kind in zip(tensors, kinds, strict=True):
+                counts[NAMES[kind]] += t.n_elements
+            if len(set(kinds)) == 1:
+                blocks = weights.blocks(list(zip(tensors, orders, strict=True)))
+                return QuantLinear(blocks, kinds[0], in_features, kernels, biases)
+            rows = np.cumsum([0] + [t.data.shape[0] for t in tensors])
+            return QuantStack([
+                QuantLinear(weights.blocks([(t, order)]), kind, in_features, kernels,
+                            None if biases is None else biases[start:end])
+                for t, order, kind, start, end in
+                zip(tensors, orders, kinds, rows[:-1], rows[1:], strict=True)
+            ])  # fmt: skip
         dense = torch.cat([weights.dense(t, o) for t, o in zip(tensors, orders, strict=True)])
         counts["float32"] += dense.numel()
         plain = nn.Linear(dense.shape[1], dense.shape[0], bias=biases is not None)

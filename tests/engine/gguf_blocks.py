@@ -1,6 +1,7 @@
-"""GGUF blocks for the kernels' tests: valid random blocks of every type the kernels read,
-and the packed kernels' sums written out in numpy, in their order, from the blocks' bytes
-(an independent reading of each layout, checked against gguf-py's dequantize)."""
+"""GGUF blocks for the kernels' tests: valid random blocks of every type the kernels read
+(and of one they do not, Q2_K), and the packed kernels' sums written out in numpy, in
+their order, from the blocks' bytes (an independent reading of each layout, checked
+against gguf-py's dequantize)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,24 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize, quantize
 
-from gen.engine.quantised import Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0
+from gen.engine.quantised import (
+    BF16,
+    BLOCK_WEIGHTS,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q4_K,
+    Q5_0,
+    Q5_1,
+    Q5_K,
+    Q6_K,
+    Q8_0,
+)
 
-TYPES = {
-    kind: GGMLQuantizationType(kind) for kind in (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)
-}
-QUANTISED = (Q4_0, Q4_1, Q8_0)  # blocks made here by gguf-py's quantize; the rest at random
+Q2_K = 10  # a type the kernels do not read
+TYPES = {kind: GGMLQuantizationType(kind) for kind in [*BLOCK_WEIGHTS, Q2_K]}
+# made here by gguf-py's quantize (F16 and BF16: their numbers); the rest at random
+QUANTISED = (Q4_0, Q4_1, Q8_0, F16, BF16)
 # the float16 fields of a block: (byte offset, log2 of the smallest and largest magnitude;
 # below -14, subnormal)
 HALVES = {
@@ -22,19 +35,28 @@ HALVES = {
     Q4_K: [(0, -18, -12), (2, -18, -12)],
     Q5_K: [(0, -18, -12), (2, -18, -12)],
     Q6_K: [(208, -18, -12)],
+    Q2_K: [(80, -18, -12), (82, -18, -12)],
 }
 
 
 def block_weights(kind: int) -> int:
-    return GGML_QUANT_SIZES[TYPES[kind]][0]
+    """The kernels' block: 256 weights for the K-quants, else 32."""
+    return BLOCK_WEIGHTS[kind]
 
 
-def make_blocks(kind: int, rows: int, K: int, rng: np.random.Generator) -> np.ndarray:
-    """(rows, K / block weights * block bytes) uint8 blocks of `kind`: a normal matrix
-    quantised by gguf-py where it can, else random bytes (every bit pattern of quants and
-    scales) with finite float16 scales of either sign."""
+def make_blocks(
+    kind: int, rows: int, K: int, rng: np.random.Generator, values: np.ndarray | None = None
+) -> np.ndarray:
+    """(rows, K / block weights * block bytes) uint8 blocks of `kind`: `values` (by
+    default a normal matrix, F16's and BF16's of magnitudes from 2**-20, float16's
+    subnormals, to 4) quantised by gguf-py where it can, else random bytes (every bit
+    pattern of quants and scales) with finite float16 scales of either sign."""
     if kind in QUANTISED:
-        return quantize(rng.standard_normal((rows, K), dtype=np.float32), TYPES[kind])
+        if values is None:
+            values = rng.standard_normal((rows, K), dtype=np.float32)
+            if kind in (F16, BF16):
+                values *= 2.0 ** rng.uniform(-20, 2, (rows, K)).astype(np.float32)
+        return quantize(values, TYPES[kind]).view(np.uint8)
     size, nbytes = GGML_QUANT_SIZES[TYPES[kind]]
     raw = rng.integers(0, 256, (rows, K // size, nbytes), dtype=np.uint8)
     for at, low, high in HALVES[kind]:

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 import torch
 from gguf import GGUFWriter
-from gguf.quants import dequantize, quantize
 
 from gen.engine import Engine, SamplingParams, kernels
 from gen.engine import packed as packed_linears
@@ -27,8 +26,11 @@ from gen.engine.config import EngineConfig
 from gen.engine.kv_cache import KVCache
 from gen.engine.llama import LlamaModel
 from gen.engine.quantised import (
+    BF16,
+    F16,
     NAMES,
     PACKED,
+    PACKS,
     Q4_0,
     Q4_1,
     Q4_K,
@@ -39,11 +41,12 @@ from gen.engine.quantised import (
     Q8_0,
     QuantEmbedding,
     QuantLinear,
+    QuantStack,
 )
 from gen.errors import ModelError
 from gen.models.gguf_weights import GGUFWeights, load_gguf_model, unpermute
 from tests.engine.gguf_blocks import (
-    QUANTISED,
+    Q2_K,
     TYPES,
     block_weights,
     dense,
@@ -54,7 +57,8 @@ from tests.engine.gguf_blocks import (
 from tests.fakes import ByteTokenizer, tiny_config
 
 tok = ByteTokenizer()
-KINDS = [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K]
+KINDS = [Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16]
+PACKED_KINDS = [kind for kind in KINDS if kind in PACKS]  # all but F16, BF16
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +110,7 @@ PACKED_BYTES = {Q4_0: 144, Q4_1: 160, Q5_0: 176, Q5_1: 192, Q8_0: 272}
 PACKED_BYTES |= {Q4_K: 1152, Q5_K: 1408, Q6_K: 1680}
 
 
-@pytest.mark.parametrize("kind", [kind for kind in KINDS if kind != Q8_0], ids=NAMES.get)
+@pytest.mark.parametrize("kind", [kind for kind in PACKED_KINDS if kind != Q8_0], ids=NAMES.get)
 def test_the_packed_form_holds_gguf_pys_weights(kind: int) -> None:
     """gguf_blocks.packed_form, which the packed reference sums, reads the blocks' bytes
     into gguf-py's own weights (each weight a q + b, rounded once)."""
@@ -114,7 +118,7 @@ def test_the_packed_form_holds_gguf_pys_weights(kind: int) -> None:
     assert np.array_equal(packed_weights(raw, kind), dense(raw, kind))
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=NAMES.get)
+@pytest.mark.parametrize("kind", PACKED_KINDS, ids=NAMES.get)
 @pytest.mark.parametrize("shape", [0, 1, 2])
 def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
     k: ModuleType, isa: str, kind: int, shape: int
@@ -152,7 +156,7 @@ def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
     cases = [(Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False)]
     cases += [(Q5_0, 8, True), (Q5_0, 12, False), (Q4_K, 16, True), (Q4_K, 12, False)]
     cases += [(Q6_K, 8, True), (Q6_K, 4, False), (Q5_1, 16, True), (Q5_1, 7, False)]
-    cases += [(Q5_K, 8, True), (Q5_K, 3, False)]
+    cases += [(Q5_K, 8, True), (Q5_K, 3, False), (F16, 8, False), (BF16, 16, False)]
     for kind, rows, packs in cases:
         K = 2 * block_weights(kind)
         blocks, dense_w = blocks_of(kind, rows, K, rows + kind)
@@ -170,6 +174,24 @@ def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
         else:  # Q8_0 packed, and any blocks in place: the float32 kernel's bits
             want = k.linear(x.reshape(6, K), dense_w, None)
         assert torch.equal(layer(x), want.view(3, 2, rows))
+
+
+def test_f16_and_bf16_matrices_are_read_as_stored(k: ModuleType) -> None:
+    """A float16 or bfloat16 matrix, given as its numbers: widened in the kernel, the
+    float32 kernel's bits over the widened matrix, one row or many; not packed."""
+    x = torch.randn(9, 96)
+    for kind, dtype in ((F16, torch.float16), (BF16, torch.bfloat16)):
+        w = torch.randn(16, 96).to(dtype)
+        layer = QuantLinear(w, kind, 96, k)
+        assert not layer.packed and layer.blocks.dtype == torch.uint8
+        assert torch.equal(layer(x), k.linear(x, w.float(), None))
+        assert torch.equal(layer(x[:1]), k.linear(x[:1], w.float(), None))
+        embedding = QuantEmbedding(w, kind, 96, k)
+        assert torch.equal(embedding(torch.tensor([[3, 0]])), w.float()[[3, 0]][None])
+    with pytest.raises(ValueError, match="not BF16 blocks"):
+        QuantLinear(torch.zeros(8, 32, dtype=torch.float16), BF16, 32, k)
+    with pytest.raises(RuntimeError, match="block type 1 is not packed"):
+        k.qpack(torch.zeros(8, 64, dtype=torch.uint8), F16, 32)
 
 
 def test_bad_packing_is_refused(k: ModuleType) -> None:
@@ -222,20 +244,22 @@ def test_unpermute_undoes_llama_cpps_permute() -> None:
 
 # each layer's projections' block types in the file written below: q, k and v (attn_q,
 # attn_k, attn_v), the output (attn_output), gate and up (ffn_gate, ffn_up), down
-# (ffn_down; None: float16, which no kernel reads, dequantised at load)
+# (ffn_down; Q2_K: no kernel reads it, dequantised at load)
 LAYERS = [
     {"qkv_proj": Q4_1, "o_proj": Q4_0, "gate_up_proj": Q5_0, "down_proj": Q4_K},
     {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": Q5_0, "down_proj": Q6_K},
-    {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": Q5_0, "down_proj": Q5_K},
-    {"qkv_proj": Q4_1, "o_proj": Q4_0, "gate_up_proj": Q5_0, "down_proj": None},
+    {"qkv_proj": Q4_1, "o_proj": Q5_1, "gate_up_proj": BF16, "down_proj": Q5_K},
+    {"qkv_proj": Q4_1, "o_proj": F16, "gate_up_proj": Q5_0, "down_proj": Q2_K},
 ]
+MIXED_V = Q8_0  # layer 3's v, in a file written `mixed` (as llama.cpp's Q4_K_M files have some)
+PARENT = {"qkv_proj": "self_attn", "o_proj": "self_attn", "gate_up_proj": "mlp", "down_proj": "mlp"}
 
 
-def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
+def write_gguf(path: Path, seed: int = 0, mixed: bool = False) -> tuple[LlamaModel, dict[str, int]]:
     """A tiny Llama written as llama.cpp would (q and k rows permuted, quantised), and
-    the float32 model holding exactly the numbers the file stands for. K-quant blocks
-    (rows of 256: a wider MLP than tiny_config's) are random, as gguf-py cannot write
-    them."""
+    the float32 model holding exactly the numbers the file stands for. Blocks gguf-py
+    cannot write are random (gguf_blocks.make_blocks); the K-quants' need rows of 256, a
+    wider MLP than tiny_config's."""
     cfg = replace(tiny_config(tok.vocab_size), intermediate_size=256, num_layers=len(LAYERS))
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -243,19 +267,13 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
     writer = GGUFWriter(str(path), "llama")
     state: dict[str, torch.Tensor] = {}
 
-    def put(name: str, w: np.ndarray, kind: int | None, heads: int | None = None) -> np.ndarray:
+    def put(name: str, w: np.ndarray, kind: int, heads: int | None = None) -> np.ndarray:
         if heads:  # llama.cpp's permute of q and k
             w = w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2)
             w = w.reshape(-1, *w.shape[3:])
-        if kind is None:
-            half = w.astype(np.float16)
-            writer.add_tensor(name, half)
-            back = half.astype(np.float32)
-        else:
-            rows, K = w.shape
-            raw = quantize(w, TYPES[kind]) if kind in QUANTISED else make_blocks(kind, rows, K, rng)
-            writer.add_tensor(name, raw, raw_dtype=TYPES[kind])
-            back = dequantize(raw, TYPES[kind]).astype(np.float32)
+        raw = make_blocks(kind, w.shape[0], w.shape[1], rng, values=w)
+        writer.add_tensor(name, raw, raw_dtype=TYPES[kind])
+        back = dense(raw, kind)
         if heads:
             back = back[unpermute(back.shape[0], heads)]
         return back
@@ -269,7 +287,7 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
         parts = [
             put(f"blk.{i}.attn_q.weight", q, kinds["qkv_proj"], h),
             put(f"blk.{i}.attn_k.weight", kk, kinds["qkv_proj"], kv),
-            put(f"blk.{i}.attn_v.weight", v, kinds["qkv_proj"]),
+            put(f"blk.{i}.attn_v.weight", v, MIXED_V if mixed and i == 3 else kinds["qkv_proj"]),
         ]
         state[f"layers.{i}.self_attn.qkv_proj.weight"] = torch.from_numpy(np.concatenate(parts))
         state[f"layers.{i}.self_attn.o_proj.weight"] = torch.from_numpy(
@@ -313,27 +331,35 @@ def write_gguf(path: Path, seed: int = 0) -> tuple[LlamaModel, dict[str, int]]:
     return reference, {"down_proj": 0}
 
 
+@pytest.mark.parametrize("mixed", [False, True])
 def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
-    k: ModuleType, tmp_path: Path
+    k: ModuleType, tmp_path: Path, mixed: bool
 ) -> None:
+    """Every layer in the kernels' one `layers` call; `mixed` (q and k in one type, v in
+    another: a QuantStack, which no one call takes) layer by layer in Python."""
     path = tmp_path / "tiny.gguf"
-    reference, _ = write_gguf(path)
+    reference, _ = write_gguf(path, mixed=mixed)
     model, counts = load_gguf_model(path, reference.cfg, k)
-    for layer, kinds in zip(model.layers, LAYERS, strict=True):
-        for name, kind in kinds.items():
-            part = "mlp" if name in ("gate_up_proj", "down_proj") else "self_attn"
-            module = layer.get_submodule(f"{part}.{name}")
-            if kind is None:  # float16 in the file: float32 here
+    for i, (layer, kinds) in enumerate(zip(model.layers, LAYERS, strict=True)):
+        for name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"):
+            module, kind = layer.get_submodule(f"{PARENT[name]}.{name}"), kinds[name]
+            if kind == Q2_K:  # no kernel: float32 here
                 assert not isinstance(module, QuantLinear)
+            elif name == "qkv_proj" and mixed and i == 3:  # a part each
+                assert isinstance(module, QuantStack)
+                assert [part.kind for part in module.parts] == [kind, kind, MIXED_V]
             else:
                 assert isinstance(module, QuantLinear) and module.kind == kind, (name, kind)
+    assert (model.stack() is None) is mixed
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
     cfg = reference.cfg
     down = cfg.intermediate_size * cfg.hidden_size
     assert counts["float32"] == counts["Q4_K"] == counts["Q5_K"] == counts["Q6_K"] == down
-    assert counts["Q5_1"] == 2 * cfg.hidden_size * cfg.num_heads * cfg.head_dim
-    assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size
+    assert counts["Q5_1"] == 2 * counts["F16"] == 2 * cfg.hidden_size * cfg.num_heads * cfg.head_dim
+    assert counts["BF16"] == 2 * down
+    v = cfg.num_kv_heads * cfg.head_dim * cfg.hidden_size if mixed else 0
+    assert counts["Q8_0"] == cfg.vocab_size * cfg.hidden_size + v
     packed_linears.pack_linears(reference, kernels=k)  # both through the kernels
     reference.use_kernels(k)
 

@@ -157,7 +157,8 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // W's rows as a GGUF file stores them: blocks of 32 weights, each with its float16
 // scale (and, for Q4_1 and Q5_1, its minimum), or the K-quants' superblocks of 256
 // weights (Q4_K, Q5_K: eight sub-blocks of 32, each with a 6-bit scale and minimum under
-// the superblock's float16 ones; Q6_K: sixteen of 16 with an 8-bit scale each). A block is turned into float32 weights in registers, by exactly the formulas
+// the superblock's float16 ones; Q6_K: sixteen of 16 with an 8-bit scale each), or plain
+// float16 or bfloat16 numbers (F16, BF16: taken 32 at a time, as if blocks). A block is turned into float32 weights in registers, by exactly the formulas
 // of gguf-py's dequantize (d * q, or d * q + m, each operation rounded once), and those
 // weights go through the same accumulation as dot_block above. So a quantised product
 // equals, bit for bit, the float32 product over the dequantised matrix, while reading a
@@ -166,7 +167,9 @@ void linear_range(const float* x, int64_t M, int64_t K, const float* w, const fl
 // packed at load: below).
 
 // ggml's type numbers
-enum QType : int { kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14 };
+enum QType : int {
+  kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30
+};
 
 constexpr int64_t kBlock = 32;
 
@@ -177,6 +180,8 @@ constexpr int64_t block_weights(int64_t t) { return t == kQ4_K || t == kQ5_K || 
 constexpr bool has_min(int64_t t) { return t == kQ4_1 || t == kQ5_1; }
 constexpr bool fifth_bits(int64_t t) { return t == kQ5_0 || t == kQ5_1 || t == kQ5_K; }
 constexpr bool k_scales(int64_t t) { return t == kQ4_K || t == kQ5_K; }
+// numbers, not blocks: widened in registers, never packed
+constexpr bool plain(int64_t t) { return t == kF16 || t == kBF16; }
 
 // the bytes of a block; 0: not a type the kernels read
 constexpr int64_t block_bytes(int64_t t) {
@@ -189,6 +194,8 @@ constexpr int64_t block_bytes(int64_t t) {
     case kQ4_K: return 144;
     case kQ5_K: return 176;
     case kQ6_K: return 210;
+    case kF16:
+    case kBF16: return 2 * kBlock;
     default: return 0;
   }
 }
@@ -205,6 +212,8 @@ inline void with_type(int64_t t, F&& f) {
     case kQ4_K: return f(std::integral_constant<int, kQ4_K>());
     case kQ5_K: return f(std::integral_constant<int, kQ5_K>());
     case kQ6_K: return f(std::integral_constant<int, kQ6_K>());
+    case kF16: return f(std::integral_constant<int, kF16>());
+    case kBF16: return f(std::integral_constant<int, kBF16>());
     default: TORCH_CHECK(false, "unsupported block type ", t);
   }
 }
@@ -243,7 +252,9 @@ struct Scales {
 template <int T>
 inline Scales block_scales(const uint8_t* b) {
   Scales s{};
-  if constexpr (k_scales(T)) {
+  if constexpr (plain(T)) {
+    return s;
+  } else if constexpr (k_scales(T)) {
     const float d = half(b), dmin = half(b + 2);
     for (int j = 0; j < 8; ++j) {
       int sc, mn;
@@ -272,11 +283,16 @@ inline Scales block_scales(const uint8_t* b) {
 // t < 2) and its top two from bits 2t, 2t + 1 of qh[32h + l], and is less 32. d * q is
 // exact in float32 (at most 19 bits times 6), so d * q + m rounds once either way: one
 // fused multiply-add (or multiply-subtract) gives the result of gguf-py's two
-// operations.
+// operations. A float16 or bfloat16 number widens to float32 exactly.
 template <int T>
 inline __m256 dequant8(const uint8_t* b, int g, const Scales& s) {
   const __m256i low = _mm256_set1_epi32(0x0F);
-  if constexpr (T == kQ8_0) {
+  if constexpr (T == kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * g)));
+  } else if constexpr (T == kBF16) {  // the top half of a float32
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * g)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  } else if constexpr (T == kQ8_0) {
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * g));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(s.d[0]));
   } else if constexpr (k_scales(T)) {
@@ -330,7 +346,7 @@ inline void qdot_block(const float* x, int64_t ldx, const uint8_t* w, int64_t ro
       const uint8_t* b = w + j * row_bytes + o;
       for (int64_t line = 0; line < bb; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(b + (bb > 64 ? bb : 4 * bb) + line), _MM_HINT_T0);
-      s[j] = block_scales<T>(b);
+      if constexpr (!plain(T)) s[j] = block_scales<T>(b);
     }
     for (int g = 0; g < bw / 8; ++g)  // the rows side by side: NB independent chains
       for (int j = 0; j < NB; ++j) {
@@ -352,7 +368,8 @@ inline void qdot_block(const float* x, int64_t ldx, const uint8_t* w, int64_t ro
 template <int T, int MB>
 void qdot_rows(const float* x, int64_t K, const uint8_t* w, int64_t row_bytes,
                const float* bias, float* y, int64_t N, int64_t n0, int64_t n1) {
-  constexpr int NB = MB == 1 && T == kQ8_0 ? 4 : 2;  // measured best on a 2-core AVX2 EPYC
+  // measured best on a 2-core AVX2 EPYC (F16 and BF16, one row: as many as linear's)
+  constexpr int NB = MB == 1 ? (plain(T) ? 8 : (T == kQ8_0 ? 4 : 2)) : 2;
   int64_t n = n0;
   for (; n + NB <= n1; n += NB)
     qdot_block<T, MB, NB>(x, K, w + n * row_bytes, row_bytes, K, y + n, N,
@@ -473,9 +490,12 @@ template <int T>
 constexpr int64_t pack_block() { return pack_high<T>() + pack_quants<T>() * kPackRows; }
 template <int T>
 constexpr int64_t pack_bytes() { return pack_head<T>() + pack_subs<T>() * pack_block<T>(); }
+// 0: a type qpack does not pack (F16, BF16)
 inline int64_t pack_bytes(int64_t t) {
   int64_t bytes = 0;
-  with_type(t, [&](auto type) { bytes = pack_bytes<decltype(type)::value>(); });
+  with_type(t, [&](auto type) {
+    if constexpr (!plain(decltype(type)::value)) bytes = pack_bytes<decltype(type)::value>();
+  });
   return bytes;
 }
 
@@ -1620,7 +1640,7 @@ void check_blocks(const at::Tensor& w, int64_t type, int64_t K) {
 // x (M, K) @ W^T + bias, W packed by qpack from blocks of `type`
 at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
                    const c10::optional<at::Tensor>& bias) {
-  TORCH_CHECK(block_bytes(type) > 0, "unsupported packed block type ", type);
+  TORCH_CHECK(block_bytes(type) > 0 && pack_bytes(type) > 0, "unsupported packed block type ", type);
   TORCH_CHECK(w.scalar_type() == at::kByte && w.dim() == 2 && w.is_contiguous() && w.device().is_cpu(),
               "packed blocks must be a contiguous (N / 8, K / block weights * packed block bytes) uint8 CPU tensor");
   const int64_t M = x.size(0), K = x.size(1), G = w.size(0), N = G * kPackRows, bw = block_weights(type);
@@ -1648,7 +1668,7 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   const float* sq = M > 1 ? st.data() : sx.data();
   with_type(type, [&](auto t) {
     constexpr int T = decltype(t)::value;
-    if constexpr (T != kQ8_0)
+    if constexpr (T != kQ8_0 && !plain(T))
       at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
         if (wide) fdot_rows<T, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
         else fdot_rows<T, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
@@ -1687,14 +1707,16 @@ at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
 at::Tensor qpack(const at::Tensor& w, int64_t type, int64_t K) {
   check_blocks(w, type, K);
   const int64_t N = w.size(0), units = K / block_weights(type), row_bytes = w.size(1);
+  TORCH_CHECK(pack_bytes(type) > 0, "block type ", type, " is not packed");
   TORCH_CHECK(N % kPackRows == 0, "packing takes rows in eights, got ", N);
   at::Tensor out = at::empty({N / kPackRows, units * pack_bytes(type)}, w.options());
   const uint8_t* wp = w.data_ptr<uint8_t>();
   uint8_t* op = out.data_ptr<uint8_t>();
   with_type(type, [&](auto t) {
-    at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
-      pack_groups<decltype(t)::value>(wp, row_bytes, units, g0, g1, op);
-    });
+    if constexpr (!plain(decltype(t)::value))
+      at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
+        pack_groups<decltype(t)::value>(wp, row_bytes, units, g0, g1, op);
+      });
   });
   return out;
 }
@@ -1807,7 +1829,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
   m.def("qk_norm_", &qk_norm_, nogil(), "RMSNorm of each query and key head, in place");
-  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)");
+  m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16)");
   m.def("qpack", &qpack, nogil(), "GGUF blocks packed eight rows side by side, for qlinear");
   m.def("qrows", &qrows, nogil(), "rows of W, GGUF blocks, dequantised");
   m.def("rms_norm", &rms_norm, nogil(), "RMSNorm of each row");

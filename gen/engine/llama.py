@@ -231,6 +231,16 @@ def product(module: nn.Module) -> Product | None:
     return spec() if callable(spec) else None
 
 
+def products(module: nn.Module) -> list[Product] | None:
+    """A product module's parts as the kernels' `layers` takes them: its product, or each
+    part's where its outputs are its parts' side by side (QuantStack); None where some
+    part has no kernel."""
+    parts = getattr(module, "parts", None)
+    found = [product(m) for m in parts] if isinstance(parts, nn.ModuleList) else [product(module)]
+    specs = [spec for spec in found if spec is not None]
+    return specs if len(specs) == len(found) else None
+
+
 def rows(module: nn.Module, kernels: ModuleType) -> Callable[..., torch.Tensor]:
     """A product module as forward_tokens' loop calls it, on (N, in) rows: its kernel in
     one call where it has one, else its forward."""
@@ -276,6 +286,7 @@ class Stack:
     norms: list[torch.Tensor | None]
     ropes: list[int]
     windows: list[int]
+    parts: list[int]  # per product: how many of weights, kinds and biases it takes
 
 
 class LlamaModel(nn.Module):
@@ -352,9 +363,9 @@ class LlamaModel(nn.Module):
         (int8), or kernels without that call."""
         if self._stack is None:
             parts = self._layer_parts()
-            found = [product(m) for products, _, _ in parts for m in products]
-            specs = [s for s in found if s is not None]
-            usable = len(specs) == len(found) and hasattr(self.kernels, "layers")
+            found = [products(m) for modules, _, _ in parts for m in modules]
+            specs = [s for each in found if each is not None for s in each]
+            usable = None not in found and hasattr(self.kernels, "layers")
             self._stack = (
                 Stack(
                     [w for w, _, _ in specs],
@@ -363,6 +374,7 @@ class LlamaModel(nn.Module):
                     [n for _, norms, _ in parts for n in norms],
                     [attn.rope for _, _, attn in parts],
                     [attn.window or 0 for _, _, attn in parts],
+                    [len(each or ()) for each in found],
                 )
                 if usable
                 else False
@@ -465,7 +477,7 @@ class LlamaModel(nn.Module):
                 x, h, stack.weights, stack.kinds, stack.biases, stack.norms, eps,
                 cache.k, cache.v, slots, positions, [c for c, _ in tables],
                 [s for _, s in tables], stack.ropes, stack.windows, heads, kv_heads, scale,
-                ACTIVATIONS.index(cfg.activation),
+                ACTIVATIONS.index(cfg.activation), stack.parts,
             )  # fmt: skip
             return self.head(h[last])  # (R, vocab)
         act = kernels.gelu_tanh_mul if cfg.activation == "gelu_tanh" else kernels.silu_mul

@@ -335,8 +335,9 @@ def write_gguf(path: Path, seed: int = 0, mixed: bool = False) -> tuple[LlamaMod
 def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     k: ModuleType, tmp_path: Path, mixed: bool
 ) -> None:
-    """Every layer in the kernels' one `layers` call; `mixed` (q and k in one type, v in
-    another: a QuantStack, which no one call takes) layer by layer in Python."""
+    """Every layer in the kernels' one `layers` call, `mixed` too (q and k in one type, v
+    in another: a QuantStack, its parts' outputs side by side), with the bits of the layer
+    by layer loop in Python."""
     path = tmp_path / "tiny.gguf"
     reference, _ = write_gguf(path, mixed=mixed)
     model, counts = load_gguf_model(path, reference.cfg, k)
@@ -350,7 +351,9 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
                 assert [part.kind for part in module.parts] == [kind, kind, MIXED_V]
             else:
                 assert isinstance(module, QuantLinear) and module.kind == kind, (name, kind)
-    assert (model.stack() is None) is mixed
+    stack = model.stack()
+    assert stack is not None  # one call, stacked parts and all
+    assert stack.parts == [1] * 12 + [3 if mixed else 1, 1, 1, 1]  # layer 3's q, k, v: a part each
     assert isinstance(model.embed_tokens, QuantEmbedding)
     assert model.lm_head is model.embed_tokens.linear  # tied: the same blocks
     cfg = reference.cfg
@@ -378,6 +381,8 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     ours, theirs = logits(model), logits(reference)
     assert ours.shape == theirs.shape
     torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+    model._stack = False  # the loop in Python, product by product: the same bits
+    assert torch.equal(logits(model), ours)
 
 
 def test_a_file_missing_a_tensor_is_named(k: ModuleType, tmp_path: Path) -> None:

@@ -1747,10 +1747,10 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
 // its norm, residual add and norm), by the same kernels in the same order, so the bits
 // are the same; only Python's calls between them go.
 // x (N, C): the residual stream, added to in place; h: layer 0's normed input. Per
-// layer l, products[4l .. 4l+3] are qkv, o, gate_up, down: a weight (float32 (out, in),
-// kind 0) or GGUF blocks (kind: their type, as qlinear takes it), with its bias or None.
-// norms[6l .. 6l+5]
-// are the norm weights of q's heads, k's heads, the attention's output, the MLP's input,
+// layer l, products 4l .. 4l+3 are qkv, o, gate_up, down, product i in parts[i] parts
+// (their outputs side by side), each part a weight (float32 (out, in), kind 0) or GGUF
+// blocks (kind: their type, as qlinear takes it) with its bias or None, in the order of
+// the products. norms[6l .. 6l+5] are the norm weights of q's heads, k's heads, the attention's output, the MLP's input,
 // the MLP's output, and the next layer's input (or the last norm); those of q, k and
 // the outputs may be None (no such norm). ropes[l]: which of the tables (cos, sin)
 // rotates the layer's queries and keys (-1: none); windows[l]: its attention window (0:
@@ -1763,11 +1763,20 @@ at::Tensor layers(at::Tensor& x, at::Tensor h, const std::vector<at::Tensor>& we
                   const at::Tensor& slots, const at::Tensor& positions,
                   const std::vector<at::Tensor>& cos, const std::vector<at::Tensor>& sin,
                   const std::vector<int64_t>& ropes, const std::vector<int64_t>& windows,
-                  int64_t heads, int64_t kv_heads, double scale, int64_t activation) {
+                  int64_t heads, int64_t kv_heads, double scale, int64_t activation,
+                  const std::vector<int64_t>& parts) {
   const size_t L = ropes.size();
-  TORCH_CHECK(norms.size() == 6 * L && windows.size() == L && weights.size() == 4 * L &&
-                  kinds.size() == 4 * L && biases.size() == 4 * L,
+  TORCH_CHECK(norms.size() == 6 * L && windows.size() == L && parts.size() == 4 * L,
               "four products, six norms, a rotary table and a window per layer");
+  // product i's weights are entries [first[i], first[i] + parts[i]) of weights, kinds, biases
+  std::vector<size_t> first(4 * L + 1, 0);
+  for (size_t i = 0; i < 4 * L; ++i) {
+    TORCH_CHECK(parts[i] >= 1, "a product has at least one part");
+    first[i + 1] = first[i] + static_cast<size_t>(parts[i]);
+  }
+  TORCH_CHECK(weights.size() == first[4 * L] && kinds.size() == first[4 * L] &&
+                  biases.size() == first[4 * L],
+              "a weight, a kind and a bias per part");
   TORCH_CHECK(cache_k.size() >= L && cache_v.size() >= L, "a cache per layer");
   TORCH_CHECK(cos.size() == sin.size(), "a sine table per cosine table");
   TORCH_CHECK(activation == 0 || activation == 1, "activation 0 (SiLU) or 1 (GELU)");
@@ -1776,8 +1785,16 @@ at::Tensor layers(at::Tensor& x, at::Tensor h, const std::vector<at::Tensor>& we
     TORCH_CHECK(norms[6 * l + 3].has_value() && norms[6 * l + 5].has_value(), "layer ", l, " lacks its norms");
     TORCH_CHECK(norms[6 * l].has_value() == norms[6 * l + 1].has_value(), "q and k are normed together");
   }
+  auto one = [&](const at::Tensor& in, size_t j) {
+    return kinds[j] == 0 ? ::linear(in, weights[j], biases[j]) : ::qlinear(in, weights[j], kinds[j], biases[j]);
+  };
+  // a product of several parts (a GGUF file's q and k in one block type, v in another):
+  // each part's outputs, side by side, as QuantStack's forward gives them
   auto product = [&](const at::Tensor& in, size_t i) {
-    return kinds[i] == 0 ? ::linear(in, weights[i], biases[i]) : ::qlinear(in, weights[i], kinds[i], biases[i]);
+    if (parts[i] == 1) return one(in, first[i]);
+    std::vector<at::Tensor> outs;
+    for (size_t j = first[i]; j < first[i + 1]; ++j) outs.push_back(one(in, j));
+    return at::cat(outs, 1);
   };
   const int64_t N = x.size(0);
   for (size_t l = 0; l < L; ++l) {

@@ -338,7 +338,8 @@ def peer_figures(
         tg = figures.get(f"tg{single['new_tokens']}")  # decoding only: no prompt
         figures["single_ratio"] = round(single["decode_tokens_per_second"] / tg, 2) if tg else None
         mixed = results["mixed_batch"]["seconds"]
-        figures["mixed_ratio"] = round(figures["server_mixed_seconds"] / mixed, 2)
+        if "server_mixed_seconds" in figures:  # (else llama-server failed: server_error)
+            figures["mixed_ratio"] = round(figures["server_mixed_seconds"] / mixed, 2)
     return figures
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from gen.bench.served import Started, free_port, running, send_all
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the llama-cpp-python release whose vendored llama.cpp we build
@@ -231,10 +233,14 @@ def run_peers(
     figures: dict[str, Any] = {"available": True, "folder": str(folder)}
     figures.update(llama_bench(folder, gguf, threads, tokens))
     progress(f"peers: the mixed batch to llama-server with {len(bodies)} slots")
-    with llama_server(folder, gguf, threads, len(bodies)) as url:
-        results, seconds = asyncio.run(send_all(url, bodies))
-    figures["server_mixed_seconds"] = round(seconds, 2)
-    figures["server_tokens"] = sum(tokens for _, tokens in results)
+    try:
+        with llama_server(folder, gguf, threads, len(bodies)) as url:
+            results, seconds = asyncio.run(send_all(url, bodies))
+    except httpx.HTTPError as exc:  # it dropped its clients mid-batch (llama-server died)
+        figures["server_error"] = f"{type(exc).__name__}: {exc}"
+    else:
+        figures["server_mixed_seconds"] = round(seconds, 2)
+        figures["server_tokens"] = sum(tokens for _, tokens in results)
     progress("peers: llama-server's load time and resident memory, one slot")
     figures["load"] = llama_load(folder, gguf, threads)
     return figures

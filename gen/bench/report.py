@@ -119,13 +119,16 @@ def peers_line(p: dict[str, Any], s: dict[str, Any]) -> str:
     if not p["available"]:
         return f"p) llama.cpp: not measured ({p['why']})"
     tg = f"tg{s['new_tokens']}"
+    if "server_error" in p:
+        server, mixed = f"failed ({p['server_error']})", ""
+    else:
+        server, mixed = f"{p['server_mixed_seconds']} s", f"mixed batch {p['mixed_ratio']}x, "
     return (
         f"p) llama.cpp on the same GGUF: {tg} {p.get(tg)} tok/s, pp512 "
         f"{p.get('pp512')} tok/s (llama-bench); the mixed batch on llama-server "
-        f"{p['server_mixed_seconds']} s. Ours against it: single stream "
+        f"{server}. Ours against it: single stream "
         f"{p['single_ratio']}x (decoding: {s['decode_tokens_per_second']} tok/s after "
-        f"the first token), mixed batch {p['mixed_ratio']}x, prompt "
-        f"{p.get('prefill_ratio')}x"
+        f"the first token), {mixed}prompt {p.get('prefill_ratio')}x"
     )
 
 

@@ -5,19 +5,23 @@ built, and our ratios against its figures. The real programs run in `make bench-
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 
 from gen.bench import engine as bench
 from gen.bench import peers as bench_peers
+from gen.bench import report
 
 
 def test_the_build_takes_the_cpus_instruction_sets_but_never_amx() -> None:
@@ -151,3 +155,32 @@ def test_a_processs_memory_is_read_from_proc() -> None:
     ours = bench_peers.process_memory()
     assert 0 < ours["rss_mb"] <= ours["peak_rss_mb"]
     assert bench_peers.process_memory(2**22 + 12345) == {}  # no such process: nothing
+
+
+def test_a_llama_server_that_drops_its_clients_is_reported_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama-server died mid-batch on one requantised file: the figure says so, the other
+    figures stay, and the report's line names it."""
+    folder = fake_programs(tmp_path / "bin", [{"n_prompt": 0, "n_gen": 256, "avg_ts": 150.0}])
+    monkeypatch.setenv("GEN_LLAMA_CPP_BIN", str(folder))
+
+    @contextlib.contextmanager
+    def server(*args: Any, **kwargs: Any) -> Iterator[str]:
+        yield "http://127.0.0.1:9/v1"
+
+    async def dropped(url: str, bodies: list[Any]) -> Any:
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+    monkeypatch.setattr(bench_peers, "llama_server", server)
+    monkeypatch.setattr(bench_peers, "send_all", dropped)
+    monkeypatch.setattr(bench_peers, "llama_load", lambda *a: {"load_seconds": 0.3})
+    figures = bench_peers.run_peers(tmp_path / "m.gguf", 2, [], lambda _: None)
+    assert figures["tg256"] == 150.0 and "server_mixed_seconds" not in figures
+    assert figures["server_error"] == (
+        "RemoteProtocolError: Server disconnected without sending a response."
+    )
+    figures["single_ratio"] = 1.2
+    line = report.peers_line(figures, {"new_tokens": 256, "decode_tokens_per_second": 180.0})
+    assert "the mixed batch on llama-server failed (RemoteProtocolError: Server" in line
+    assert "mixed batch 1" not in line  # no ratio without its figure

@@ -231,7 +231,7 @@ def product(module: nn.Module) -> Product | None:
     return spec() if callable(spec) else None
 
 
-def products(module: nn.Module) -> list[Product] | None:
+def part_products(module: nn.Module) -> list[Product] | None:
     """A product module's parts as the kernels' `layers` takes them: its product, or each
     part's where its outputs are its parts' side by side (QuantStack); None where some
     part has no kernel."""
@@ -363,7 +363,7 @@ class LlamaModel(nn.Module):
         (int8), or kernels without that call."""
         if self._stack is None:
             parts = self._layer_parts()
-            found = [products(m) for modules, _, _ in parts for m in modules]
+            found = [part_products(m) for modules, _, _ in parts for m in modules]
             specs = [s for each in found if each is not None for s in each]
             usable = None not in found and hasattr(self.kernels, "layers")
             self._stack = (

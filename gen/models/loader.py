@@ -250,14 +250,12 @@ def load_model(
     path = prepare(ms, weights=dtype != "gguf")
     tokenizer = load_tokenizer(path)
     cfg = read_config(path, tokenizer)
-    if ms.kind == "gguf" and ms.path is not None:
-        cfg = gguf_config(ms.path, cfg)
     if dtype == "gguf":
         compiled = kernels.load() if config.kernels else None
         if compiled is not None and ms.path is not None:
-            with one_thread():
+            with one_thread():  # (it completes cfg from the file it maps: gguf_config)
                 model, _ = load_gguf_model(ms.path, cfg, compiled)
-            return LoadedModel(ms.name, path, cfg, model, tokenizer, dtype)
+            return LoadedModel(ms.name, path, model.cfg, model, tokenizer, dtype)
         # (asked for, it is said; the default falls back quietly: the kernels' own warning
         # has said why they are not there)
         log.log(
@@ -267,6 +265,8 @@ def load_model(
         )
         dtype = "float32"
         path = prepare(ms)
+    if ms.kind == "gguf" and ms.path is not None:  # what transformers' config leaves out
+        cfg = gguf_config(ms.path, cfg)
     model = load_weights(path, cfg, torch.float32)
     if dtype == "q8":
         compiled = kernels.load() if config.kernels else None

@@ -168,14 +168,11 @@ def _raw_terms(text: str) -> list[tuple[str, str]]:
 
 
 def _bigrams(run: str) -> set[str]:
-    """A CJK run as character bigrams, cut at particles ("上海的电车": 上海, 电车); a
-    character alone between particles counts as itself."""
+    """A CJK run as character bigrams, cut at particles ("上海的电车": 上海, 电车); a character
+    left alone between particles ("就是这样": 样) is grammar more often than content."""
     grams: set[str] = set()
     for piece in re.split(f"[{''.join(CJK_FUNCTION)}]+", run):
-        grams.update(
-            [piece] if len(piece) == 1 else (piece[i : i + 2] for i in range(len(piece) - 1))
-        )
-    grams.discard("")
+        grams.update(piece[i : i + 2] for i in range(len(piece) - 1))
     return grams
 
 

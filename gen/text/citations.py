@@ -96,7 +96,7 @@ def find_markers(text: str, count: int) -> list[Marker]:
         link = text.startswith(("(", "["), end) and not _BRACKET.match(text, end)
         if link or inside(skip, start):
             continue
-        joined = markers and _GAP.fullmatch(text, markers[-1].end, start)
+        joined = bool(markers) and _GAP.fullmatch(text, markers[-1].end, start) is not None
         if start > 0 and text[start - 1] == "]" and not joined:
             continue  # `[text][3]`: a reference link's label
         numbers, dropped = _numbers(match.group(1), count)
@@ -235,6 +235,8 @@ def _mend(text: str, at: int, start: int, end: int) -> tuple[int, int]:
     if before == 0 or text[before - 1] == "\n":
         while end < len(text) and text[end] in _HORIZONTAL_SPACE:
             end += 1  # "[9] Trams" at a line's start
+        if text.startswith("\n", end) and before > 0:
+            end += 1  # a line that held only the marker goes, so no paragraph break is made
     return start, end
 
 

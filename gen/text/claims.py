@@ -19,6 +19,7 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
 _INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
 # a line that starts a block of its own: blank, heading, list item, quote, table row
 _BLOCK_START = re.compile(r"[ \t]*(?:$|#{1,6}\s|[-*+•]\s|\d{1,9}[.)]\s|>|\|)")
+_LIST_MARKER = re.compile(r"[ \t]*(?:[-*+•]|\d{1,9}[.)])[ \t]+")
 _BLOCK_LINE = re.compile(r"[ \t]*(?:#{1,6}\s|\|)")  # a heading or a table row ends at its line
 # a sentence end: 。！？ always; . ! ? … before a space; with closing quotes and brackets,
 # and the citation markers written after it ("minutes. [3]")
@@ -33,6 +34,7 @@ ABBREVIATIONS = frozenset({
     "p", "pp", "ca", "approx", "cf", "al", "inc", "ltd", "co", "corp", "dept", "est", "jan",
     "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
 })  # fmt: skip
+_LOOK = 40  # characters looked at around a stop (an abbreviation is shorter)
 _WORD_BEFORE = re.compile(r"([^\W\d_]+(?:\.[^\W\d_]+)*)$")
 
 _TERM = re.compile(
@@ -42,8 +44,10 @@ _TERM = re.compile(
     rf"|(?P<word>(?:(?![{CJK}])[^\W\d_])+(?:['’](?:(?![{CJK}])[^\W\d_])+)*)"
 )
 _THOUSANDS = re.compile(r",(?=\d{3}(?!\d))")
-_SPELLED = ["two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"]
-NUMBER_WORDS = {word: str(n) for n, word in enumerate([*_SPELLED, "twelve"], start=2)}
+NUMBER_WORDS = {
+    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,16 +100,17 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     stop belong to the sentence before."""
     code = fenced_blocks(text)
     spans: list[tuple[int, int]] = []
-    start = 0
     for begin, end in _blocks(text, code):
         start = begin
-        for match in _END.finditer(text, begin, end):
+        item = _LIST_MARKER.match(text, begin, end)  # "1. " is no sentence of its own
+        for match in _END.finditer(text, item.end() if item else begin, end):
             if match.group()[0] == "." and _abbreviation(text, match.start(), end):
                 continue
             spans.append((start, match.end()))
             start = match.end()
         spans.append((start, end))
-    return [s for s in map(lambda span: _strip(text, span), spans) if s[0] < s[1]]
+    stripped = [_strip(text, span) for span in spans]
+    return [(start, end) for start, end in stripped if start < end]
 
 
 def sentence_at(spans: list[tuple[int, int]], position: int) -> tuple[int, int] | None:
@@ -203,10 +208,10 @@ def _blocks(text: str, code: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _abbreviation(text: str, stop: int, end: int) -> bool:
     """The '.' at stop ends an abbreviation or an initial, or the next word is lower case."""
-    after = text[stop + 1 : end].lstrip(_CLOSERS + " \t\n")
+    after = text[stop + 1 : min(end, stop + _LOOK)].lstrip(_CLOSERS + " \t\n")
     if after[:1].islower():
         return True
-    word = _WORD_BEFORE.search(text, 0, stop)
+    word = _WORD_BEFORE.search(text, max(0, stop - _LOOK), stop)
     if word is None:
         return False
     said = word.group(1)

@@ -104,7 +104,7 @@ def measure_section(section: SectionCitations) -> SectionSupport:
     for span in spans:
         if section.text.startswith("#", span[0]):
             continue  # a heading names a part; it claims nothing
-        said = _without_markers(section.text, span, section)
+        said = _without_markers(section, span)
         said_claim = claim(said)
         if span in cited and said_claim.terms:
             ids = tuple(cited[span])
@@ -135,9 +135,9 @@ def document_support(sections: Sequence[SectionSupport]) -> DocumentSupport:
     )
 
 
-def _without_markers(text: str, span: tuple[int, int], section: SectionCitations) -> str:
-    """text[span] with the section's citation markers cut out, spaces closed up."""
-    start, end = span
+def _without_markers(section: SectionCitations, span: tuple[int, int]) -> str:
+    """The sentence at span with its citation markers cut out, spaces closed up."""
+    text, (start, end) = section.text, span
     pieces, at = [], start
     for c in section.citations:
         if start <= c.start < end:

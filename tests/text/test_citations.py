@@ -82,6 +82,7 @@ def test_what_is_not_a_marker(text: str) -> None:
         ("Trams run [9] all night.", "Trams run all night.", 1),
         ("Trams run ([9]).", "Trams run.", 1),
         ("Trams run.[9]\n[8] Buses too.", "Trams run.\nBuses too.", 2),
+        ("Trams run.\n[9]\nBuses too.", "Trams run.\nBuses too.", 1),
         ("电车运行【9】。", "电车运行。", 1),
         ("电车【9】运行。", "电车运行。", 1),
         ("Trams run [2][9].", "Trams run [2].", 1),

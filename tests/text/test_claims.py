@@ -43,6 +43,10 @@ def sentences(text: str) -> list[str]:
             ["# Title", "Text under it", "- one item", "- two 🚋"],
         ),
         ("| a | 2019 |\n| b | 2020 |", ["| a | 2019 |", "| b | 2020 |"]),
+        (
+            "1. Trams run. Buses too.\n10. Fares rose.",
+            ["1. Trams run.", "Buses too.", "10. Fares rose."],
+        ),
         ("Before.\n```\nx = 1. y = 2.\n```\nAfter.", ["Before.", "After."]),
         ("", []),
     ],

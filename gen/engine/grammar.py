@@ -4,6 +4,7 @@ Only rows that carry a constraint pay for it; the others sample as before."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -43,15 +44,9 @@ class Grammars:
 
     def state(self, constraint: Constraint) -> GrammarState:
         import llguidance
-        import llguidance.hf
 
         if self._ll is None:
-            try:
-                self._ll = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab)
-            except (AttributeError, TypeError, ValueError) as exc:
-                raise InvalidParam(
-                    "constraint", f"constrained decoding needs a Hugging Face tokenizer: {exc}"
-                ) from None
+            self._ll = ll_tokenizer(self.tokenizer, self.vocab)
         kind: Any = constraint.kind  # one of CONSTRAINT_KINDS, all names llguidance takes
         text = compact_json(constraint.text) if kind == "json_schema" else constraint.text
         try:
@@ -106,3 +101,21 @@ class GrammarState:
     def done(self) -> bool:
         """The output is complete: the grammar allows nothing more."""
         return bool(self.matcher.is_stopped())
+
+
+def ll_tokenizer(tokenizer: Any, vocab: int) -> Any:
+    """llguidance's view of a fast tokenizer (transformers' or gen.models.tokenizer's): its
+    `tokenizers` pipeline as JSON, without padding or truncation, and its end of text."""
+    import llguidance
+
+    try:
+        backend = copy.copy(tokenizer.backend_tokenizer)
+        backend.no_padding()
+        backend.no_truncation()
+        return llguidance.LLTokenizer(
+            backend.to_str(), n_vocab=vocab, eos_token=tokenizer.eos_token_id
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise InvalidParam(
+            "constraint", f"constrained decoding needs a fast (tokenizers) tokenizer: {exc}"
+        ) from None

@@ -67,16 +67,20 @@ def KVCacheProbe(loaded: Any) -> Any:
 def test_the_tokenizer_is_loaded_as_its_backend_class_the_same_as_autotokenizer(
     real_model: Any, tmp_path: Path
 ) -> None:
-    """A folder whose tokenizer names transformers' fast backend (gen's GGUF conversions)
-    skips AutoTokenizer's config lookup; what comes back works as AutoTokenizer's does.
-    Any other class still goes through AutoTokenizer."""
+    """A folder gen converted whose tokenizer names transformers' fast backend is read with
+    the tokenizers library alone; a folder that names the backend but is not gen's skips
+    AutoTokenizer's config lookup; what comes back works as AutoTokenizer's does. Any other
+    class still goes through AutoTokenizer."""
     from transformers import AutoTokenizer
 
+    from gen.models.convert import DONE_MARKER
     from gen.models.loader import load_tokenizer
+    from gen.models.tokenizer import Tokenizer
 
     path = real_model.path
     direct, auto = load_tokenizer(path), AutoTokenizer.from_pretrained(path)
-    assert type(direct).__name__ == type(auto).__name__ == "TokenizersBackend"
+    assert isinstance(direct, Tokenizer)
+    assert type(auto).__name__ == "TokenizersBackend"
     text = "灯塔 🗼 สวัสดี — a lighthouse\n\n"
     assert direct.encode(text) == auto.encode(text)
     assert direct.decode(direct.encode(text)) == auto.decode(auto.encode(text)) == text
@@ -87,9 +91,12 @@ def test_the_tokenizer_is_loaded_as_its_backend_class_the_same_as_autotokenizer(
     specials = [(t.eos_token, t.bos_token, len(t)) for t in (direct, auto)]
     assert specials[0] == specials[1]
 
-    # a folder that names another class, or an auto_map, is AutoTokenizer's to choose
+    # not converted by gen: transformers' backend class, chosen without AutoTokenizer
     other = tmp_path / "other"
     shutil.copytree(path, other, ignore=shutil.ignore_patterns("*.safetensors"))
+    (other / DONE_MARKER).unlink()
+    assert type(load_tokenizer(other)).__name__ == "TokenizersBackend"
+    # a folder that names another class, or an auto_map, is AutoTokenizer's to choose
     settings = json.loads((other / "tokenizer_config.json").read_text("utf-8"))
     settings["tokenizer_class"] = "PreTrainedTokenizerFast"
     (other / "tokenizer_config.json").write_text(json.dumps(settings), "utf-8")

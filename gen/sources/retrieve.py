@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import bm25s
-import numpy as np
 
 from gen.sources.passages import Passage
 from gen.sources.render import render
@@ -37,8 +36,8 @@ def rank(passages: Sequence[Passage], query: str) -> list[Scored]:
     if not passages or not words:
         return []
     scores = _index(passages).get_scores(words)  # (len(passages),)
-    order = np.lexsort((np.arange(len(passages)), -scores))  # by score down, then by order
-    return [Scored(passages[i], float(scores[i]), int(i)) for i in order if scores[i] > 0]
+    order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))  # ties: earlier first
+    return [Scored(passages[i], float(scores[i]), i) for i in order if scores[i] > 0]
 
 
 def select(

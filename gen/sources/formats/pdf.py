@@ -11,6 +11,7 @@ import pypdf
 
 from gen.sources.document import Block, Location, Unreadable
 
+FULL_LINE = 0.75  # a line at least this share of the page's longest runs on to the next
 _HYPHEN_BREAK = re.compile(r"(\w)-\n(?=[a-z])")  # a word broken at a line's end
 
 
@@ -44,6 +45,17 @@ def _pages(data: bytes) -> list[str]:
 
 
 def _tidy(text: str) -> str:
-    """Page text with words broken at line ends joined and trailing spaces cut."""
-    text = _HYPHEN_BREAK.sub(r"\1", text)
-    return "\n".join(line.rstrip() for line in text.split("\n")).strip()
+    """Page text with its visual lines joined into paragraphs: a line shorter than most ends
+    one (a heading, a paragraph's last line, a table row), a blank line too; a word broken
+    by a hyphen at a line's end is made whole."""
+    lines = [line.strip() for line in _HYPHEN_BREAK.sub(r"\1", text).split("\n")]
+    width = max(map(len, lines), default=0)
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for line in lines:
+        if line:
+            current.append(line)
+        if current and len(line) < FULL_LINE * width:
+            paragraphs.append(" ".join(current))
+            current = []
+    return "\n".join(paragraphs)

@@ -3,10 +3,10 @@ as located blocks (read, formats), passages that keep their place (passages), an
 a section is shown (retrieve, render). Torch-free; knows nothing of pipelines or prompts."""
 
 from gen.sources.document import Block, Document, Location
+from gen.sources.extract import load, read, read_all
 from gen.sources.limits import MAX_CHARS, MAX_FILE_BYTES, MAX_FILES, PASSAGE_WORDS
 from gen.sources.passages import Passage, passages, split
 from gen.sources.paths import Found, Source, resolve
-from gen.sources.read import load, read, read_all
 from gen.sources.render import render
 from gen.sources.retrieve import Scored, rank, select
 

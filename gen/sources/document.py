@@ -76,7 +76,7 @@ class Document:
 
 
 class Unreadable(Exception):
-    """A reader's complaint about the bytes it was given; gen.sources.read adds the file name
+    """A reader's complaint about the bytes it was given; gen.sources.extract adds the file name
     and raises it as a SourceError. `line` is the file's line the complaint is about."""
 
     def __init__(self, message: str, line: int | None = None) -> None:

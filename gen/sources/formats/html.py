@@ -61,7 +61,9 @@ class _Walker:
         loose = [element.text or ""]
         for child in element:
             tag = child.tag.lower() if isinstance(child.tag, str) else ""  # "": a comment
-            if tag in HEADINGS:
+            if tag in DROP:
+                pass
+            elif tag in HEADINGS:
                 self.emit(loose)
                 self.heading(int(tag[1]), _words(child))
             elif tag in BLOCKS and not _has_structure(child):
@@ -70,7 +72,7 @@ class _Walker:
             elif tag in STRUCTURE or _has_structure(child):
                 self.emit(loose)
                 self.walk(child)
-            elif tag and tag not in DROP:
+            elif tag:
                 loose.append(_words(child))  # inline: <b>, <a>, <span>
             loose.append(child.tail or "")
         self.emit(loose)

@@ -43,5 +43,9 @@ def blocks(data: bytes) -> list[Block]:
 
 def _plain(inline: Token) -> str:
     """A heading's words without their markup (`Pricing **tiers**` -> `Pricing tiers`)."""
-    parts = [c.content for c in inline.children or [] if c.type in ("text", "code_inline")]
+    parts = [
+        " " if c.type in ("softbreak", "hardbreak") else c.content
+        for c in inline.children or []
+        if c.type in ("text", "code_inline", "softbreak", "hardbreak")
+    ]
     return " ".join("".join(parts).split())

@@ -58,4 +58,4 @@ def _tidy(text: str) -> str:
         if current and len(line) < FULL_LINE * width:
             paragraphs.append(" ".join(current))
             current = []
-    return "\n".join(paragraphs)
+    return "\n".join([*paragraphs, " ".join(current)]).strip()

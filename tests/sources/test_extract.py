@@ -119,3 +119,10 @@ def test_a_file_grown_past_the_limit_after_it_was_resolved_is_refused(
     monkeypatch.setattr(extract, "MAX_FILE_BYTES", 10)
     with pytest.raises(SourceError, match=r"^a\.txt: more than a source may be"):
         load(["a.txt"], base)
+
+
+def test_a_reader_s_line_is_in_the_error(base: Path, make_file: MakeFile) -> None:
+    make_file("log.jsonl", '{"a": 1}\n{"a": }\n')
+    with pytest.raises(SourceError) as raised:
+        load(["log.jsonl"], base)
+    assert str(raised.value).startswith("log.jsonl:2: not JSON: Expecting value")

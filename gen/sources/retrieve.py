@@ -20,7 +20,7 @@ INDEXES_KEPT = 8  # sets of passages whose index stays in memory (a batch's reco
 # tokens by which a block may count fewer than its passages alone (a tokenizer merges across
 # the joins); past it a passage is not tried against the whole block
 JOIN_SLACK = 8
-_INDEXES: OrderedDict[str, bm25s.BM25] = OrderedDict()
+_INDEXES: OrderedDict[str, bm25s.BM25 | None] = OrderedDict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +33,10 @@ class Scored:
 def rank(passages: Sequence[Passage], query: str) -> list[Scored]:
     """Every passage that shares a term with the query, best first, ties by order."""
     words = terms(query)
-    if not passages or not words:
+    index = _index(passages) if words else None
+    if index is None:
         return []
-    scores = _index(passages).get_scores(words)  # (len(passages),)
+    scores = index.get_scores(words)  # (len(passages),)
     order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))  # ties: earlier first
     return [Scored(passages[i], float(scores[i]), i) for i in order if scores[i] > 0]
 
@@ -61,13 +62,17 @@ def select(
     return chosen
 
 
-def _index(passages: Sequence[Passage]) -> bm25s.BM25:
+def _index(passages: Sequence[Passage]) -> bm25s.BM25 | None:
+    """The passages' index; None when not one of them has a term to match."""
     key = hashlib.sha256("\n".join(p.sha256 for p in passages).encode()).hexdigest()
     if key in _INDEXES:
         _INDEXES.move_to_end(key)
         return _INDEXES[key]
-    index = bm25s.BM25()
-    index.index([terms(p.text) for p in passages], show_progress=False)
+    corpus = [terms(p.text) for p in passages]
+    index = None
+    if any(corpus):
+        index = bm25s.BM25()
+        index.index(corpus, show_progress=False)
     _INDEXES[key] = index
     while len(_INDEXES) > INDEXES_KEPT:
         _INDEXES.popitem(last=False)

@@ -41,6 +41,7 @@ def test_passages_without_a_shared_term_are_not_taken() -> None:
     ps = corpus(*TEXTS)
     assert [s.passage.text for s in rank(ps, "fare")] == [TEXTS[1]]
     assert rank(ps, "the of and") == [] and rank(ps, "") == [] and rank([], "fare") == []
+    assert rank(corpus("The of and.", "It is."), "fare") == []  # no passage has a term
     assert select(ps, "zebra crossing", 1000, words) == []
 
 

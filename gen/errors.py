@@ -41,6 +41,14 @@ class ConfigError(GenError):
         return "\n".join([head, *([self.snippet] if self.snippet else []), *self.notes])
 
 
+class SourceError(ConfigError):
+    """A source document cannot be used: `FILE: message` (or `FILE:LINE: message`), where FILE
+    is the path as the pipeline names it, e.g. `notes/q3.pdf: not a PDF (no %PDF header)`."""
+
+    def __init__(self, file: str, message: str, line: int | None = None) -> None:
+        super().__init__(message, file=file, line=line)
+
+
 class TemplateError(ConfigError):
     """A Jinja2 template failed to parse or render (sandbox violations included)."""
 

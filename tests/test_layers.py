@@ -15,6 +15,7 @@ GEN = Path(__file__).resolve().parents[1] / "gen"
 FLOORS: list[tuple[str, ...]] = [
     ("gen", "gen.errors", "gen.home", "gen.files", "gen.sampling", "gen.values"),
     ("gen.text",),
+    ("gen.sources",),  # the user's documents: read, split, retrieve (torch-free)
     ("gen.engine",),
     ("gen.models",),
     ("gen.backends",),
@@ -86,6 +87,17 @@ def test_engine_stays_free_of_web_and_config_libraries(path: Path) -> None:
         f"{line}: {target}"
         for line, target in imports(path)
         if target.split(".")[0] in ENGINE_FREE_OF
+    ]
+    assert not bad, f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", sorted((GEN / "sources").rglob("*.py")), ids=lambda p: p.name)
+def test_sources_stay_free_of_torch_and_config_libraries(path: Path) -> None:
+    """Reading the user's documents needs neither a model nor the pipeline's libraries."""
+    bad = [
+        f"{line}: {target}"
+        for line, target in imports(path)
+        if target.split(".")[0] in ("torch", *ENGINE_FREE_OF)
     ]
     assert not bad, f"{path.name} imports {bad}"
 

@@ -1,0 +1,1 @@
+"""One reader per kind of file: `blocks(data: bytes) -> list[Block]`, raising Unreadable."""

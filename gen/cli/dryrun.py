@@ -44,6 +44,9 @@ def write_plan(plan: PlannedPrompt, out: IO[str]) -> None:
         warning = plan.length.warning(f"sections.{plan.key}")
         if warning:
             print(f"# warning: {warning}", file=out)
+    for n, passage in enumerate(plan.passages, start=1):
+        where = f", {passage['location']}" if passage["location"] else ""
+        print(f"# source [{n}] {passage['path']}{where} (score {passage['score']})", file=out)
     for text in plan.placeholders:
         print(f"# stands in for what the model writes: {text}", file=out)
     out.write(plan.rendered if plan.rendered.endswith("\n") else plan.rendered + "\n")

@@ -29,6 +29,10 @@ _FOREACH = re.compile(r"^\s*(?:sections\.(?P<section>\w+)\.items|inputs\.(?P<inp
 Continuation = Literal["kv", "prefix", "chat"]
 HeadingMode = Literal["demote", "strip", "keep"]
 ExportFormat = Literal["md", "html", "docx", "pdf"]
+# model: keep the model's own [n] markers that point at a passage it was shown; attribute:
+# also cite, after a sentence without one, the shown passage that supports it (support >=
+# gen.text.support.SUPPORTED); off: passages shown, no markers kept, no References
+Citations = Literal["attribute", "model", "off"]
 
 
 def _as_list(value: Any) -> Any:
@@ -135,10 +139,12 @@ class Format(_Strict):
 
 
 class ContextSettings(_Strict):
-    """The context budget: the window (tokens) and what is kept free for the answer."""
+    """The context budget: the window (tokens), what is kept free for the answer, and the
+    most a section's source passages may take of the prompt (None: a third of the room)."""
 
     window: int | Literal["auto"] = "auto"
     reserve: NonNegativeInt = 256
+    sources_budget: PositiveInt | None = None
 
     @field_validator("window", mode="before")
     @classmethod
@@ -150,6 +156,12 @@ class ContextSettings(_Strict):
     def window_for(self, model_length: int) -> int:
         """The window a run gets: the model's context length, or `window` where smaller."""
         return model_length if self.window == "auto" else min(self.window, model_length)
+
+
+class SourcesAdd(_Strict):
+    """`sources: {add: [...]}`: the pipeline's sources and these."""
+
+    add: StopList
 
 
 class Section(_Strict):
@@ -197,6 +209,14 @@ class Section(_Strict):
     loop_retries: NonNegativeInt | None = None
     language: Language | None = None
     system: str | None = None
+    # the files its passages come from: None, the pipeline's; a list, these instead; "none"
+    sources: list[str] | Literal["none"] | SourcesAdd | None = None
+    sources_budget: PositiveInt | None = None  # tokens; default: context.sources_budget
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _one_source(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) and value != "none" else value
 
     @field_validator("id")
     @classmethod
@@ -260,6 +280,9 @@ class Pipeline(_Strict):
     defaults: GenerationSettings = Field(default_factory=GenerationSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     inputs: dict[str, Any] = Field(default_factory=dict)
+    # files, folders and globs (templates) relative to the pipeline's folder (gen.sources)
+    sources: StopList = Field(default_factory=list)
+    citations: Citations = "attribute"
     sections: list[Section] = Field(min_length=1)
     document: DocumentSpec = Field(default_factory=DocumentSpec)
     strict: bool = False  # `gen run` and `gen batch` exit 1 when a section failed (--strict)
@@ -267,6 +290,7 @@ class Pipeline(_Strict):
     _file: str = PrivateAttr(default="<pipeline>")
     _source: str = PrivateAttr(default="")  # the YAML text it was loaded from
     _templates: Any = PrivateAttr(default=None)  # a templates.TemplateSet, set by load_pipeline
+    _library: Any = PrivateAttr(default=None)  # a sources.Library, read by load_pipeline
 
     @field_validator("name")
     @classmethod

@@ -21,6 +21,7 @@ from gen.pipeline.references import (
 from gen.pipeline.schema_errors import schema_error
 from gen.pipeline.setting_overrides import apply_settings, split_overrides
 from gen.pipeline.snippet import decode_source
+from gen.pipeline.sources import all_named, load_library
 from gen.pipeline.spec import Pipeline
 from gen.pipeline.templates.compiled import TemplateSet
 from gen.pipeline.templates.env import make_environment, template_dirs
@@ -79,6 +80,7 @@ def load_pipeline_text(
     origins = check_references(pipeline, smap)
     pipeline._templates = _compile_templates(pipeline, smap, base_dir, origins)
     check_cycles(pipeline, smap, origins)
+    pipeline._library = load_library(pipeline, smap, base_dir or Path.cwd())
     return pipeline
 
 
@@ -173,6 +175,8 @@ def _compile_templates(
                 refs = templates.add_inline(where, value, scope)
             for ref in refs:
                 add_dependency(section, ref, where, origins)
+    for where, spec in all_named(pipeline):
+        templates.add_inline(where, spec, input_scope(pipeline, "sources"))
     document = pipeline.document
     if document.title is not None:
         scope = input_scope(pipeline, "document.title")

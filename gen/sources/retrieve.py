@@ -32,7 +32,7 @@ class Scored:
 
 def rank(passages: Sequence[Passage], query: str) -> list[Scored]:
     """Every passage that shares a term with the query, best first, ties by order."""
-    words = terms(query)
+    words = list(dict.fromkeys(terms(query)))  # a word said twice in the query weighs once
     index = _index(passages) if words else None
     if index is None:
         return []
@@ -68,7 +68,7 @@ def _index(passages: Sequence[Passage]) -> bm25s.BM25 | None:
     if key in _INDEXES:
         _INDEXES.move_to_end(key)
         return _INDEXES[key]
-    corpus = [terms(p.text) for p in passages]
+    corpus = [terms(" ".join([*p.location.heading, p.text])) for p in passages]  # its headings too
     index = None
     if any(corpus):
         index = bm25s.BM25()

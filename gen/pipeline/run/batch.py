@@ -29,7 +29,8 @@ from gen.pipeline.run.runner import prepare_run
 
 COLUMNS = (
     "key", "line", "status", "sections_failed", "failed_reasons", "words", "length_score",
-    "rounds", "tokens", "seconds", "error",
+    "rounds", "tokens", "seconds", "references", "citations", "attributed", "supported_share",
+    "unsupported_facts", "error",
 )  # fmt: skip
 
 
@@ -46,6 +47,14 @@ class RecordResult:
     tokens: int = 0
     seconds: float = 0.0
     error: str | None = None
+    # with sources: the document's references, the model's citations kept, gen's own, the
+    # share of the model's cited sentences their passages bear out, sentences with a figure
+    # or name no passage holds (the manifest's `citations`)
+    references: int | None = None
+    citations: int | None = None
+    attributed: int | None = None
+    supported_share: float | None = None
+    unsupported_facts: int | None = None
     reused: bool = False  # completed by an earlier run of the batch, left as it was
     run_dir: str = ""
 
@@ -231,6 +240,13 @@ class Batch:
         result.rounds = sum(len(s.get("rounds", [])) for s in sections)
         result.tokens = int(metrics.get("completion_tokens", 0))
         result.seconds = float(metrics.get("seconds", 0.0))
+        cited = manifest.get("citations")
+        if isinstance(cited, dict):
+            result.references = cited.get("references")
+            result.citations = cited.get("model_citations")
+            result.attributed = cited.get("attributed")
+            result.supported_share = cited.get("supported_share")
+            result.unsupported_facts = cited.get("unsupported_facts")
         if "sections_failed" in metrics:
             result.sections_failed = int(metrics["sections_failed"])
             result.failed_reasons = dict(metrics.get("failed_reasons", {}))

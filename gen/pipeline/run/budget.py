@@ -2,7 +2,9 @@
 the context it was given, lowest priority first, and report what was cut.
 
 Priority, highest first: the instructions and the section's own text (never trimmed),
-the outline, the tail of the previous section, older sections (cut oldest first).
+the outline, the tail of the previous section, older sections (cut oldest first), and
+first of all the source passages (chosen to fit beforehand; cut from their end only when a
+later round's prompt has grown past the budget).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from gen.errors import ContextOverflowError
 
 # (variable, keep its tail?) in the order they are trimmed
 TRIM_ORDER: tuple[tuple[str, bool], ...] = (
+    ("sources", False),
     ("earlier", True),
     ("previous", True),
     ("outline", False),

@@ -41,6 +41,7 @@ class PlannedPrompt:
     target_words: int | None = None
     placeholders: list[str] = field(default_factory=list)  # the model-written text it shows
     length: LengthPlan | None = None  # its rounds, and whether its target is reachable
+    passages: list[dict[str, Any]] = field(default_factory=list)  # the sources it is shown
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +57,7 @@ class PlannedPrompt:
             "target_words": self.target_words,
             "placeholders": self.placeholders,
             "length_plan": None if self.length is None else self.length.to_json(),
+            "passages": self.passages,
         }
 
 
@@ -144,4 +146,5 @@ def _plan(
         max_tokens=max(1, min(settings.max_tokens, room)),
         target_words=lengths[0],
         length=run.length,
+        passages=[p.to_json() for p in run.shown],
     )

@@ -64,6 +64,8 @@ class SectionRecord:
     relevance: float | None = None  # its paragraphs' mean gain from the topic (relevance.py)
     reasons: list[str] = field(default_factory=list)  # what cut it or made it fail, once each
     length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
+    shown: list[Any] = field(default_factory=list)  # the citing.Shown passages it was given
+    citing: dict[str, Any] | None = None  # its citations' figures (citing.Cited)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -98,6 +100,10 @@ class SectionRecord:
             data["error"] = self.error
         if self.ended_by:
             data["ended_by"] = self.ended_by
+        if self.shown:
+            data["passages"] = [s.to_json() for s in self.shown]
+        if self.citing is not None:
+            data["citing"] = self.citing
         return data
 
     @classmethod
@@ -128,6 +134,7 @@ class SectionRecord:
             relevance=data.get("relevance"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
             length_plan=data.get("length_plan"),
+            citing=data.get("citing"),
         )
 
 

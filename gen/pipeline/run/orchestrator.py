@@ -17,6 +17,7 @@ from gen import __version__
 from gen.errors import ContextOverflowError, GenError
 from gen.export import ExportError, export_document
 from gen.pipeline.run.budget import Fitted
+from gen.pipeline.run.citing import Shown, document_citations, references_block
 from gen.pipeline.run.events import EventLog, process_start
 from gen.pipeline.run.manifest import SectionRecord, failed, run_metrics
 from gen.pipeline.run.rundir import RunDir
@@ -28,7 +29,13 @@ from gen.pipeline.templates.render import (
     render_lengths,
     render_title,
 )
-from gen.pipeline.templates.variables import SectionResult, foreach_items, prompt_variables
+from gen.pipeline.templates.variables import (
+    SectionResult,
+    foreach_items,
+    prompt_variables,
+    with_texts,
+)
+from gen.sources import Scored
 from gen.text.coherence import OutlineCheck, check_outline, section_overlap
 from gen.text.listparse import item_title
 from gen.text.words import count_words, length_score
@@ -89,6 +96,7 @@ class Orchestrator:
         self.created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._done: dict[str, asyncio.Future[bool]] = {}
         self.outline: OutlineCheck | None = None  # the document against its outline
+        self.citations: dict[str, Any] | None = None  # the document's references (citing.py)
         self.exports: list[str] = []  # document.<ext> files written beside document.md
 
     # -- the run ------------------------------------------------------------------------
@@ -130,7 +138,7 @@ class Orchestrator:
         ) == len(self.pipeline.sections)
         if ok:
             try:
-                document = render_document(self.pipeline, self.results)
+                document = self._document()
                 self.run_dir.write_document(document)
             except GenError as exc:
                 self.events.emit("error", message=str(exc))
@@ -140,6 +148,23 @@ class Orchestrator:
                 self._export()
         self.status = "completed" if ok else "failed"
         return self._finish()
+
+    def _document(self) -> str:
+        """The document from the finished sections; where they were shown passages, their
+        markers made the document's numbers and the References after it."""
+        library = self.pipeline._library
+        cited = [
+            r
+            for r in self._ordered()
+            if r.status == "completed" and r.shown and self.pipeline.section(r.section).in_document
+        ]
+        if not library or not cited or self.pipeline.citations == "off":
+            return render_document(self.pipeline, self.results)
+        texts, references, self.citations = document_citations([(r.text, r.shown) for r in cited])
+        renumbered = {r.key: text for r, text in zip(cited, texts, strict=True)}
+        document = render_document(self.pipeline, with_texts(self.results, renumbered))
+        block = references_block(references, document)
+        return f"{document.rstrip()}\n\n{block}" if block else document
 
     def _export(self) -> None:
         """The document in the pipeline's other formats, beside document.md; one that fails
@@ -329,6 +354,9 @@ class Orchestrator:
                     trimmed_tokens=first.trimmed_tokens,
                     cached=False,
                 )
+                if runner.library:
+                    passages = [p.to_json() for p in runner.shown]
+                    self.events.emit("sources", section=key, passages=passages)
                 try:
                     await runner.run(first)
                 finally:
@@ -392,6 +420,8 @@ class Orchestrator:
         rec.degenerate, rec.distinct_4 = saved.degenerate, saved.distinct_4
         rec.repeated_sentences, rec.reasons = saved.repeated_sentences, saved.reasons
         rec.length_plan = saved.length_plan or rec.length_plan  # as it turned out
+        rec.citing = saved.citing
+        rec.shown = self._shown_again(rec.section, old.get("passages") or [])
         rec.status, rec.cached = "completed", True
         self.events.emit(
             "section_started",
@@ -402,6 +432,19 @@ class Orchestrator:
         )
         self.events.emit("section_finished", **self._summary(rec))
         return True
+
+    def _shown_again(self, section: str, passages: list[dict[str, Any]]) -> list[Shown]:
+        """A resumed section's passages, found again by id and score in the library (the
+        same passages: its input hash covers the prompt that carried them)."""
+        library = self.pipeline._library
+        if not library or not passages:
+            return []
+        by_id = {p.id: p for p in library.passages_for(section)}
+        return [
+            Shown.of(Scored(by_id[p["id"]], float(p.get("score", 0.0)), i))
+            for i, p in enumerate(passages)
+            if p.get("id") in by_id
+        ]
 
     # -- reporting ------------------------------------------------------------------------
 
@@ -468,7 +511,31 @@ class Orchestrator:
             },
             "sections": [r.to_json() for r in records],
             "metrics": run_metrics(records, self.ctx.window, seconds, self.outline),
+            **self._sources_json(records),
         }
+
+    def _sources_json(self, records: list[SectionRecord]) -> dict[str, Any]:
+        """The manifest's `sources` (every file: path, kind, hash, passages) and `citations`
+        (the document's: references, the model's markers kept and dropped, gen's own, and
+        the share of the model's cited sentences their passages bear out)."""
+        library = self.pipeline._library
+        if not library or not library.documents:
+            return {}
+        figures = [r.citing for r in records if r.citing]
+        sentences = sum(f["cited_sentences"] for f in figures)
+        supported = sum(
+            f["supported_share"] * f["cited_sentences"] for f in figures if f["supported_share"]
+        )
+        citations = {
+            **(self.citations or {}),
+            "model_citations": sum(f["citations"] for f in figures),
+            "citations_dropped": sum(f["citations_dropped"] for f in figures),
+            "attributed": sum(f["attributed"] for f in figures),
+            "cited_sentences": sentences,
+            "supported_share": round(supported / sentences, 3) if sentences else None,
+            "unsupported_facts": sum(f["unsupported_count"] for f in figures),
+        }
+        return {"sources": library.to_json(), "citations": citations}
 
     def _save(self) -> None:
         self.run_dir.write_manifest(self.manifest())

@@ -30,7 +30,7 @@ from gen.text.language import (
 
 _END = re.compile(r"(?<!\d)[.!?…。！？][\"'”’)\]」』》）*_]*(?=\s|$)|[。！？]|\n")
 _COLONS = (":", "：")
-_CONTEXT = ("outline", "earlier", "previous")  # text of other sections a prompt may quote
+_CONTEXT = ("sources", "outline", "earlier", "previous")  # text a prompt may quote
 # the opening is held until its first sentence of the text's own, or this many characters
 OPENING_HELD = 400
 

@@ -27,6 +27,7 @@ from gen.pipeline.length import (
     text_room,
 )
 from gen.pipeline.run.budget import Fitted, fit_prompt
+from gen.pipeline.run.citing import Shown, budget, choose, finish
 from gen.pipeline.run.constraint import (
     Hold,
     ListItems,
@@ -64,9 +65,12 @@ from gen.pipeline.run.rounds import (
     round_tokens,
 )
 from gen.pipeline.run.siblings import Siblings
+from gen.pipeline.sources import section_query
 from gen.pipeline.spec import GenerationSettings, Pipeline, Section
 from gen.pipeline.templates.render import render_prompt, render_system
 from gen.sampling import Constraint, SamplingParams
+from gen.sources import Passage
+from gen.text.listparse import item_title
 from gen.text.quality import measure
 from gen.text.words import count_words, length_score
 
@@ -137,6 +141,9 @@ class SectionRun:
         self.hold: Hold | None = hold_for(section, self._items, ctx.backend)
         self.judge: Relevance | None = None  # a prose section's drift check
         self.length: LengthPlan | None = None  # made with the first prompt
+        library = ctx.pipeline._library
+        self.library: list[Passage] = library.passages_for(section.id) if library else []
+        self.shown: list[Shown] = []  # the passages its prompt numbers, [1] first
         if not self.shaped and section.parse != "json":  # a shape's grammar decides its lines
             prompt = own_prompt(ctx.pipeline, section, variables)
             reader = section_reader(prompt, self.system, variables, self.settings.language)
@@ -220,9 +227,13 @@ class SectionRun:
         )
 
     def first_prompt(self) -> Fitted:
-        """The fitted first-round prompt (also what the resume hash is computed from); the
-        section's rounds are planned from it and its target (gen/pipeline/length.py)."""
+        """The fitted first-round prompt (also what the resume hash is computed from, so a
+        section shown other passages is written again); the section's rounds are planned
+        from it and its target (gen/pipeline/length.py)."""
         fitted = self.fit()
+        if self.library:
+            self._choose_passages(fitted.prompt_tokens)
+            fitted = self.fit()
         ctx, max_tokens = self.ctx, self.settings.max_tokens
         prompt = "\n".join(m["content"] for m in fitted.messages if m["role"] == "user")
         window = text_room(ctx.window, fitted.prompt_tokens, self.strategy, ctx.reserve, max_tokens)
@@ -231,6 +242,19 @@ class SectionRun:
         self.rules = replace(self.rules, max_rounds=self.length.rounds)
         self.rec.length_plan = self.length.to_json()
         return fitted
+
+    def _choose_passages(self, prompt_tokens: int) -> None:
+        """The passages that best match the section (its title, prompt and item), as many
+        as its budget holds in the room the prompt leaves."""
+        ctx, section = self.ctx, self.section
+        asked = section.sources_budget or ctx.pipeline.context.sources_budget
+        tokens = budget(asked, ctx.limit - prompt_tokens)
+        item = self.variables.get("item")
+        own = own_prompt(ctx.pipeline, section, self.variables)
+        query = section_query([self.rec.title, item_title(item) if item else "", own])
+        self.shown, self.variables["sources"] = choose(
+            self.library, query, tokens, ctx.backend.count_text
+        )
 
     # -- rounds ---------------------------------------------------------------------
 
@@ -299,6 +323,11 @@ class SectionRun:
             draft.reader.record(self.rec, draft.text)
         if self.judge is not None:
             self.judge.record(self.rec, draft.text)
+        if self.library:
+            self.rec.shown = self.shown
+            cited = finish(draft.text, self.shown, self.ctx.pipeline.citations)
+            self.rec.text = cited.text
+            self.rec.citing = cited.to_json()
 
     def _outcome(self, final: Delta | None, cut: str | Repetition | None) -> Outcome:
         """What the round just streamed did, for next_round."""

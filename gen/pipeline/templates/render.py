@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gen.pipeline.sources import has_sources
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.templates.compiled import TemplateSet
 from gen.pipeline.templates.variables import SectionResult, context_ids, document_variables
@@ -26,19 +27,24 @@ DEFAULT_DOCUMENT = """\
 # the labelled block a context variable gets when the section's templates do not place it
 CONTEXT_LABELS = {
     "en": {
+        "sources": (
+            "Sources (after a sentence that uses one, write its number in brackets, like [1])"
+        ),
         "outline": "The plan of the document",
         "previous": "The end of the previous section",
         "earlier": "Earlier sections",
         "task": "Your task",
     },
     "zh": {
+        "sources": "资料（用到某条资料的句子末尾，用方括号写出它的编号，如 [1]）",
         "outline": "文章的提纲",
         "previous": "上一节的结尾",
         "earlier": "前面的章节",
         "task": "你的任务",
     },
 }
-CONTEXT_ORDER = ("outline", "earlier", "previous")  # the nearest text last, next to the task
+# the nearest text last, next to the task
+CONTEXT_ORDER = ("sources", "outline", "earlier", "previous")
 
 
 def render_prompt(pipeline: Pipeline, section: Section, variables: dict[str, Any]) -> str:
@@ -58,8 +64,9 @@ def render_prompt(pipeline: Pipeline, section: Section, variables: dict[str, Any
 
 
 def unplaced_context(pipeline: Pipeline, section: Section) -> list[str]:
-    """The context variables (`outline`, `earlier`, `previous`) the section's `context:`
-    provides but none of its templates (prompt, template, system) reads: gen delivers
+    """The context variables (`sources`, `outline`, `earlier`, `previous`) the section's
+    `sources:` and `context:` provide but none of its templates (prompt, template, system)
+    reads: gen delivers
     those as a labelled block before the instructions. `outline` counts as placed when
     the templates read every section it joins as `sections.<id>`."""
     templates = _templates(pipeline)
@@ -70,6 +77,7 @@ def unplaced_context(pipeline: Pipeline, section: Section) -> list[str]:
     if "system" not in section.model_fields_set:
         reads |= templates.reads(("defaults", "system"))
     wanted = {
+        "sources": has_sources(pipeline, section),
         "outline": bool(context_ids(section)),
         "earlier": "all" in section.context,
         "previous": "previous" in section.context,

@@ -5,14 +5,15 @@ the static scopes (names and hints) that validation checks templates against.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gen.pipeline.sources import has_sources
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.templates.check import Scope
 
 FANOUT_NAMES = frozenset({"item", "loop_index", "loop_length", "words_written"})
-CONTEXT_NAMES = frozenset({"outline", "previous", "earlier"})
+CONTEXT_NAMES = frozenset({"outline", "previous", "earlier", "sources"})
 DOCUMENT_NAMES = frozenset({"title", "parts"})
 RESERVED = frozenset({"inputs", "sections"}) | FANOUT_NAMES | CONTEXT_NAMES | DOCUMENT_NAMES
 
@@ -36,6 +37,21 @@ class SectionResult:
         items = [item for part in parts for item in part.items]
         text = "\n\n".join(part.text for part in parts)
         return cls(section_id, text, items, title, list(parts))
+
+
+def with_texts(
+    results: Mapping[str, SectionResult], texts: Mapping[str, str]
+) -> dict[str, SectionResult]:
+    """The results with the texts of the instances `texts` names (by key) replaced, and the
+    fan-outs that hold them joined again."""
+    out: dict[str, SectionResult] = {}
+    for section_id, result in results.items():
+        if result.parts:
+            parts = [replace(p, text=texts.get(p.id, p.text)) for p in result.parts]
+            out[section_id] = SectionResult.fan_in(section_id, parts, result.title)
+        else:
+            out[section_id] = replace(result, text=texts.get(result.id, result.text))
+    return out
 
 
 class SectionMap:
@@ -165,6 +181,10 @@ def prompt_scope(pipeline: Pipeline, section: Section) -> Scope:
             known.add(name)
         else:
             hints[name] = f"{name!r} needs {entry} in this section's context: list"
+    if has_sources(pipeline, section):
+        known.add("sources")
+    else:
+        hints["sources"] = "'sources' needs a `sources:` list (the pipeline's or the section's)"
     for name in DOCUMENT_NAMES:
         hints[name] = f"{name!r} is only defined in the document template"
     return Scope(frozenset(known), hints, _section_kinds(pipeline), section.id)

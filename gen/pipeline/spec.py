@@ -292,6 +292,11 @@ class Pipeline(_Strict):
     _templates: Any = PrivateAttr(default=None)  # a templates.TemplateSet, set by load_pipeline
     _library: Any = PrivateAttr(default=None)  # a sources.Library, read by load_pipeline
 
+    @field_validator("citations", mode="before")
+    @classmethod
+    def _citations_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads a bare off as false
+
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:

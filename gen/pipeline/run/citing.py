@@ -6,6 +6,7 @@ made from every section's checked text at the end (document_citations)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,7 @@ class Cited:
     own numbers), and the figures."""
 
     text: str
+    echoed: int  # lines that copied a passage's header from the prompt, removed
     citations: int  # passage references the model wrote and gen kept
     dropped: int  # markers that pointed at no passage it was shown, removed
     attributed: int  # sentences gen cited itself
@@ -87,6 +89,7 @@ class Cited:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "echoed_headers": self.echoed,
             "citations": self.citations,
             "citations_dropped": self.dropped,
             "attributed": self.attributed,
@@ -102,6 +105,7 @@ def finish(text: str, shown: Sequence[Shown], mode: str) -> Cited:
     """The section's markers checked against what it was shown (mode off: all removed),
     measured, and with mode attribute, its uncited sentences given the passage that bears
     them out."""
+    text, echoed = drop_echoes(text)
     checked = check_section(text, shown if mode != "off" else [])
     measured = measure_section(checked)
     final = checked.text
@@ -112,6 +116,7 @@ def finish(text: str, shown: Sequence[Shown], mode: str) -> Cited:
     unsupported = measure_section(check_section(final, shown)).unsupported_facts
     return Cited(
         text=final,
+        echoed=echoed,
         citations=checked.cited,
         dropped=checked.dropped,
         attributed=added,
@@ -120,6 +125,21 @@ def finish(text: str, shown: Sequence[Shown], mode: str) -> Cited:
         mean_support=measured.mean_support,
         unsupported=[u.sentence for u in unsupported],
     )
+
+
+# a line that copies the prompt's block: a passage's header, `[2] (notes.md, page 3)`, or
+# the block's own label
+_ECHO = re.compile(
+    r"^[ \t]*(?:\[\d+\][ \t]*\([^()\n]*\)|Sources \(after a sentence[^\n]*|资料（[^\n]*)[ \t]*$\n?",
+    re.M,
+)
+
+
+def drop_echoes(text: str) -> tuple[str, int]:
+    """The text without lines that copy the numbered block's headers (a small model writes
+    the block out again), and how many there were."""
+    cleaned, count = _ECHO.subn("", text)
+    return (re.sub(r"\n{3,}", "\n\n", cleaned).strip() if count else text), count
 
 
 def document_citations(

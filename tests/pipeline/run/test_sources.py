@@ -90,7 +90,7 @@ def test_each_section_is_shown_the_passages_that_match_it(tmp_path: Path) -> Non
     assert "Kessling" not in harvest  # shares no term with the section: not shown
     assert "Sources" not in shown_block(backend, "plain")  # sources: none
     sections = sections_by_id(manifest)
-    assert [p["id"] for p in sections["harvest"]["passages"]][0] == "notes/tea.md#1"
+    assert sections["harvest"]["passages"][0]["id"] == "notes/tea.md#1"
     assert "passages" not in sections["plain"]
     assert [s["path"] for s in manifest["sources"]] == ["notes/tea.md", "notes/trams.md"]
     events = read_events(prepared.run_dir.events_path)
@@ -256,3 +256,14 @@ def test_a_source_that_cannot_be_read_is_named(tmp_path: Path) -> None:
     (base / "notes" / "broken.pdf").write_bytes("%PDF-1.7\n garbage 月".encode())
     with pytest.raises(SourceError, match=r"notes/broken.pdf: cannot read PDF"):
         pipeline_from(PIPELINE, base_dir=base)
+
+
+def test_a_copied_passage_header_is_no_part_of_the_text(tmp_path: Path) -> None:
+    base = corpus(tmp_path)
+    echo = '[1] (notes/tea.md, "Tea in Uji > Harvest", lines 5-6)\nThe end, 甘い.'
+    manifest, prepared = run(
+        pipeline_from(PIPELINE, base_dir=base), fake({"harvest": [(echo, "stop")]}), tmp_path / "o"
+    )
+    text = (prepared.run_dir.path / "sections" / "harvest.md").read_text(encoding="utf-8")
+    assert text == "The end, 甘い."
+    assert sections_by_id(manifest)["harvest"]["citing"]["echoed_headers"] == 1

@@ -120,9 +120,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     warn(check_model(p))
     n = len(p.sections)
     print(f"{args.pipeline}: ok ({n} section{'s' * (n != 1)}, model {p.model})")
-    for line in context_notes(p):
+    for line in [*source_notes(p), *context_notes(p)]:
         print(f"  {line}")
     return 0
+
+
+def source_notes(pipeline: Pipeline) -> list[str]:
+    """What the pipeline's sources came to: files, passages, and per section how many of
+    the files it draws on."""
+    library = pipeline._library
+    if library is None or not library.documents:
+        return []
+    documents = library.to_json()
+    passages = sum(int(d["passages"]) for d in documents)
+    files = f"{len(documents)} file{'s' * (len(documents) != 1)}"
+    notes = [f"sources: {files}, {passages} passage{'s' * (passages != 1)}"]
+    for section in pipeline.sections:
+        files = library.files.get(section.id, [])
+        notes.append(f"{section.id}: passages from {len(files)} file{'s' * (len(files) != 1)}")
+    return notes
 
 
 def warn(warnings: list[str]) -> None:

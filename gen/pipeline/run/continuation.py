@@ -23,7 +23,11 @@ MORE_PROMPT = (
 )
 MIN_OVERLAP_BYTES = 6  # shorter repeats ("the ", one CJK character) are too likely by chance
 
-_SENTENCE_END = re.compile(r"[.!?。！？…](?:[\"'”’)\]]*)(?=\s|$)|[。！？]|\n")
+# a sentence ends at its stop, or at a line end before a list item, heading, quote or table
+# row; a line break inside wrapped prose ends nothing
+_SENTENCE_END = re.compile(
+    r"[.!?。！？…](?:[\"'”’)\]]*)(?=\s|$)|[。！？]|\n(?=[ \t]*(?:[-*+•#>|]|\d{1,3}[.)][ \t]))"
+)
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
 

@@ -77,3 +77,15 @@ def test_word_counts_stay_right_as_text_grows_and_is_trimmed() -> None:
     assert policy.words(text + " eight nine") == 9
     assert policy.words("one two") == 2  # trimmed: counted afresh
     assert policy.words("一二三 four") == 4
+
+
+def test_a_line_break_inside_wrapped_prose_ends_no_sentence() -> None:
+    """A model that wraps its lines (as the sources it was shown are wrapped) is cut at a
+    sentence's end, not where a line happens to break; a list item still ends at its line."""
+    wrapped = "\n".join(words(8) for _ in range(15)) + "."  # one sentence of 120 words
+    for size in (5, 1000):  # streamed, and in one piece
+        kept, end = feed(LengthPolicy(100, None, None), wrapped + " 然后 more after.", size)
+        assert end is not None and kept == wrapped
+    items = "\n".join(f"- item {i} of a list with six words" for i in range(30))
+    kept, end = feed(LengthPolicy(100, None, None), items)
+    assert end is not None and kept.endswith("six words") and kept.count("\n- ") < 29

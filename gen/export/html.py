@@ -1,6 +1,7 @@
 """A Markdown document as one standalone HTML page: CSS inlined, nothing fetched from a
 network (an image becomes a link to it), raw HTML in the text escaped, never run. With
-`toc=True` headings get anchors and a linked table of contents; the PDF is printed from this."""
+`toc=True` headings get anchors and a linked table of contents; a citation marker's numbers
+link to their References entries. The PDF is printed from this."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from gen.export.references import anchor, find_references, split_markers
 from gen.text.markdown import Heading, headings, parser
 
 _STYLE = """
@@ -22,6 +24,7 @@ pre{padding:.75rem;overflow:auto}table{border-collapse:collapse}
 td,th{border:1px solid #d0d4da;padding:.3rem .6rem}
 blockquote{margin:1rem 0;padding:0 1rem;border-left:3px solid #d0d4da;color:#50555e}
 nav.toc{border:1px solid #d0d4da;border-radius:6px;padding:.25rem 1.25rem;margin:1.5rem 0}
+a.cite{text-decoration:none}
 nav.toc h2{font-size:1rem;margin:.5rem 0}nav.toc ol{list-style:none;padding-left:1.1rem;
 margin:.15rem 0}nav.toc>ol{padding-left:0}nav.toc a{text-decoration:none}
 @media screen and (prefers-color-scheme:dark){body{background:#16181c;color:#e4e6ea}
@@ -42,6 +45,7 @@ def markdown_html(markdown: str, title: str, *, toc: bool = False, lang: str | N
     md = _renderer()
     env: MutableMapping[str, Any] = {}
     tokens = md.parse(markdown, env)
+    _link_citations(tokens)
     if toc:
         body = _with_contents(md, tokens, env, _CONTENTS.get(lang, "Contents"))
     else:
@@ -92,6 +96,44 @@ def _image_as_link(
     if src.startswith("data:image/"):
         return f'<img src="{escape(src)}" alt="{alt}">'
     return f'<a href="{escape(src)}">{alt or escape(src)}</a>'
+
+
+def _link_citations(tokens: list[Token]) -> None:
+    """Each References entry gets its anchor and each marker before them (outside code and
+    links) becomes `[<a href="#ref-2">2</a>, <a href="#ref-5">5</a>]`."""
+    refs = find_references(tokens)
+    if not refs.entries:
+        return
+    for number, index in refs.entries.items():
+        tokens[index].attrSet("id", anchor(number))
+    for token in tokens[: refs.body]:
+        if token.type == "inline" and token.children:
+            token.children = _linked(token.children, refs.entries)
+
+
+def _linked(children: list[Token], known: dict[int, int]) -> list[Token]:
+    out: list[Token] = []
+    links = 0  # inside a link's text: no link in a link
+    for child in children:
+        links += {"link_open": 1, "link_close": -1}.get(child.type, 0)
+        if child.type != "text" or links:
+            out.append(child)
+            continue
+        for piece in split_markers(child.content, known):
+            if isinstance(piece, str):
+                out.append(Token("text", "", 0, content=piece))
+                continue
+            out.append(Token("text", "", 0, content="["))
+            for i, number in enumerate(piece):
+                if i:
+                    out.append(Token("text", "", 0, content=", "))
+                link = Token("link_open", "a", 1)
+                link.attrs = {"class": "cite", "href": f"#{anchor(number)}"}
+                out.append(link)
+                out.append(Token("text", "", 0, content=str(number)))
+                out.append(Token("link_close", "a", -1))
+            out.append(Token("text", "", 0, content="]"))
+    return out
 
 
 def _with_contents(

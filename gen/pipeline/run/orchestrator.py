@@ -466,6 +466,7 @@ class Orchestrator:
             "finish_reason": rec.rounds[-1].finish_reason if rec.rounds else None,
             "ended_by": rec.ended_by,
             "items": rec.items,  # what a fan-out over this section will run over
+            "citing": rec.citing,  # its citations' figures (citing.Cited); None without sources
         }
 
     def _ordered(self) -> list[SectionRecord]:

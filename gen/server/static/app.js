@@ -11,7 +11,8 @@
  *   6. runs list             GET /v1/runs every 2 s, keyed DOM update, #run=<id> selection
  *   7. selected run          manifest, header, cancel/resume, totals
  *   8. event stream          one EventSource per selected run, seq de-duplication, reconnects
- *   9. events                applyEvent(): section cards, live text, rounds; batched rendering
+ *   9. events                applyEvent(): section cards, live text, rounds, passages; batched rendering
+ *   9b. citations            a run's citation figures, each section's passages and figures
  *  10. charts                timeline <img> (at most every 3 s), tokens/s sparkline (inline SVG)
  *  11. document              the rendered document (sanitised) and the download link
  *  12. boot                  wiring, timers, window.genDashboard test hooks
@@ -37,7 +38,7 @@ const REASONS = {
   error: 'an error ended it',
 };
 const EVENT_TYPES = ['run_started', 'section_started', 'delta', 'round_finished', 'section_finished',
-  'error', 'run_finished'];
+  'sources', 'error', 'run_finished'];
 
 const state = {
   apiKey: localStorage.getItem(KEY_STORAGE) || '',
@@ -58,6 +59,8 @@ function newRunState(id) {
     finished: false,      // run_finished applied, and no run_started since
     startedAt: null,      // time of the last run_started (unix seconds)
     metrics: null,        // run_finished's metrics
+    citations: null,      // a finished run's manifest `citations` (the document's figures)
+    sourceFiles: null,    // the manifest's `sources` count: files read (null: no sources)
     hasDocument: false, docState: null, // docState: null | 'loading' | 'done'
     sections: new Map(),  // key -> section state, in the order first seen
     planned: 0,           // run_started's section count
@@ -414,6 +417,15 @@ async function loadManifest(run) {
   }
   if (state.run !== run) return;
   if (!run.metrics && m.metrics && !LIVE.has(m.status)) run.metrics = m.metrics;
+  if (m.citations && !LIVE.has(m.status)) run.citations = m.citations;
+  if (Array.isArray(m.sources)) run.sourceFiles = m.sources.length;
+  for (const s of m.sections || []) { // a cached section sends no sources event
+    const sec = run.sections.get(s.id);
+    if (!sec) continue;
+    if (s.passages && !sec.passages.length) sec.passages = s.passages;
+    if (s.citing && !sec.citing) sec.citing = s.citing;
+    run.dirty.add(sec);
+  }
   onRunInfo(run, { ...m, document: !!m.document });
 }
 
@@ -550,6 +562,7 @@ function section(run, key, title) {
       key, title: key, status: 'pending', cached: false, text: '', round: 0, rounds: [], tokens: 0,
       words: null, target: null, lengthScore: null, degenerate: false,
       truncated: false, failed: false, reasons: [], error: null, lastAt: null,
+      passages: [], citing: null, // the sources event's passages; section_finished's `citing`
     };
     sec.el = buildCard(sec);
     run.sections.set(key, sec);
@@ -572,7 +585,7 @@ function applyEvent(run, ev) {
       // The text is the deltas since the section's last section_started. A cached restart of
       // a completed section is that same text, taken from disk, so that one is kept.
       const keep = ev.cached && sec.status === 'completed' && sec.text;
-      if (!keep) Object.assign(sec, { rounds: [], tokens: 0, words: null, round: ev.cached ? 0 : 1 });
+      if (!keep) Object.assign(sec, { rounds: [], tokens: 0, words: null, round: ev.cached ? 0 : 1, passages: [], citing: null });
       if (!keep) setSectionText(sec, '');
       Object.assign(sec, { status: 'running', cached: !!ev.cached, error: null, degenerate: false, truncated: false,
         failed: false, reasons: [] });
@@ -580,6 +593,9 @@ function applyEvent(run, ev) {
       if (ev.target_words != null) sec.target = ev.target_words;
       break;
     }
+    case 'sources':
+      sec.passages = Array.isArray(ev.passages) ? ev.passages : [];
+      break;
     case 'delta':
       sec.status = 'running';
       if (ev.round) sec.round = ev.round;
@@ -607,6 +623,7 @@ function applyEvent(run, ev) {
       if (ev.words != null) sec.words = ev.words;
       if (ev.target_words != null) sec.target = ev.target_words;
       if (!sec.rounds.length && ev.rounds) sec.round = ev.rounds;
+      if (ev.citing) sec.citing = ev.citing;
       break;
     case 'error':
       if (sec) Object.assign(sec, { status: 'failed', error: ev.message });
@@ -640,13 +657,16 @@ function buildCard(sec) {
     fill: h('div', { class: 'words-fill' }), label: h('span', { class: 'words-label' }),
     text: h('pre', { class: 'section-text', 'data-empty': '', 'data-placeholder': 'waiting…' }),
     error: h('div', { class: 'section-error', hidden: true }), node: document.createTextNode(''),
+    sourcesLabel: h('span'), passages: h('ol', { class: 'passages' }), citing: h('div', { class: 'citing' }),
   };
+  el.sources = h('details', { class: 'section-sources', open: true, hidden: true },
+    h('summary', {}, el.sourcesLabel), el.passages, el.citing);
   el.text.append(el.node); // the live text: one text node, appended to
   el.bar = h('div', { class: 'words-bar', role: 'progressbar', 'aria-valuemin': 0 }, el.fill);
   el.root = h('article', { class: 'panel section', 'data-section': sec.key, 'data-status': sec.status },
     h('header', {}, h('h3', {}, el.title, h('code', {}, sec.key)), el.badge),
     h('div', { class: 'section-stats' }, el.round, el.chips, el.tps, el.flags),
-    h('div', { class: 'words' }, el.bar, el.label), el.text, el.error);
+    h('div', { class: 'words' }, el.bar, el.label), el.sources, el.text, el.error);
   return el;
 }
 
@@ -706,6 +726,7 @@ function renderSection(sec) {
     : sec.status === 'running' ? 'generating…' : sec.status === 'pending' ? 'waiting…' : '(no text)';
   el.error.hidden = !sec.error;
   setText(el.error, sec.error || '');
+  renderSectionSources(sec);
 }
 
 /** Batches DOM work: a replay can bring thousands of events at once. */
@@ -723,8 +744,69 @@ function flush(run) {
   setText($('sections-empty'), LIVE.has(run.status) || !run.status ? 'Waiting for the run to start…' : 'No sections.');
   renderRunHeader(run);
   renderTotals(run);
+  renderCitations(run);
   renderSparkline(run);
   refreshTimeline(run, false);
+}
+
+/* ---- 9b. citations ------------------------------------------------------------------- */
+
+const fmtShare = (x) => (num(x) ? `${Math.round(x * 100)}%` : '–');
+const counted = (n, what) => `${fmtInt(n)} ${what}${n === 1 ? '' : 's'}`;
+
+/** The run's figures: the finished manifest's, else summed from the sections finished so far
+ * (References are numbered only when the document is written). Shown for a run with sources. */
+function renderCitations(run) {
+  const secs = [...run.sections.values()];
+  const shown = run.sourceFiles != null || secs.some((s) => s.passages.length || s.citing);
+  $('citations-panel').hidden = !shown;
+  if (!shown) return;
+  const c = run.citations || sumCiting(secs.map((s) => s.citing).filter(Boolean));
+  setText($('cite-references'), num(c.references) ? fmtInt(c.references) : '–');
+  setText($('cite-model'), fmtInt(c.model_citations) + (c.citations_dropped ? ` · ${fmtInt(c.citations_dropped)} dropped` : ''));
+  setText($('cite-attributed'), fmtInt(c.attributed));
+  setText($('cite-supported'), fmtShare(c.supported_share));
+  setText($('cite-unsupported'), fmtInt(c.unsupported_facts));
+  setText($('citations-note'), run.sourceFiles != null ? `from ${fmtInt(run.sourceFiles)} source files` : '');
+}
+
+/** The document's figures from its sections' (orchestrator `_sources_json` does the same). */
+function sumCiting(all) {
+  const add = (k) => all.reduce((a, c) => a + (c[k] || 0), 0);
+  const sentences = add('cited_sentences');
+  const supported = all.reduce((a, c) => a + (c.supported_share || 0) * (c.cited_sentences || 0), 0);
+  return {
+    references: null, model_citations: add('citations'), citations_dropped: add('citations_dropped'),
+    attributed: add('attributed'), supported_share: sentences ? supported / sentences : null,
+    unsupported_facts: add('unsupported_count'),
+  };
+}
+
+/** A card's passages ([n] path, location, score) and, once it is done, its figures. */
+function renderSectionSources(sec) {
+  const el = sec.el, c = sec.citing;
+  el.sources.hidden = !sec.passages.length && !c;
+  const sig = JSON.stringify([sec.passages.map((p) => p.id), c]);
+  if (el.sources.dataset.sig === sig) return;
+  el.sources.dataset.sig = sig;
+  const n = sec.passages.length;
+  setText(el.sourcesLabel, `Sources: ${counted(n, 'passage')} shown`);
+  el.passages.replaceChildren(...sec.passages.map((p, i) => h('li', { class: 'passage', 'data-id': p.id },
+    h('span', { class: 'passage-number' }, `[${i + 1}]`), ' ',
+    h('span', { class: 'passage-path' }, p.path || ''), ' ',
+    h('span', { class: 'passage-location' }, p.location || ''), ' ',
+    h('span', { class: 'passage-score', title: 'BM25 score against the section' }, num(p.score) ? `score ${p.score}` : ''))));
+  el.citing.hidden = !c;
+  if (!c) { el.citing.replaceChildren(); return; }
+  const facts = c.unsupported_facts || [];
+  el.citing.replaceChildren(
+    h('span', { class: 'cite-model' }, counted(c.citations, 'model citation') +
+      (c.citations_dropped ? ` · ${fmtInt(c.citations_dropped)} dropped` : '')),
+    h('span', { class: 'cite-attributed' }, `${fmtInt(c.attributed)} gen-attributed`),
+    h('span', { class: 'cite-supported', title: 'share of the model-cited sentences their passages bear out' },
+      `supported ${fmtShare(c.supported_share)}`),
+    h('span', { class: 'cite-unsupported', title: facts.join('\n') || 'no sentence with a figure or name the passages lack' },
+      counted(c.unsupported_count ?? facts.length, 'unsupported fact')));
 }
 
 /* ---- 10. charts ---------------------------------------------------------------------- */
@@ -801,6 +883,7 @@ async function loadDocument(run) {
   if (state.run !== run) return;
   const doc = new DOMParser().parseFromString(html, 'text/html');
   sanitize(doc.body);
+  localAnchors(doc.body);
   $('document').replaceChildren(...[...doc.body.childNodes].map((n) => document.importNode(n, true)));
   const link = $('download');
   link.href = `/v1/runs/${enc(run.id)}/document`; // the cookie authenticates
@@ -826,6 +909,25 @@ function sanitize(root) {
   }
 }
 
+/** The document's own anchors (its References' #ref-n) would change the page's #run= hash:
+ * ids get a `doc-` prefix and a click on an in-document link scrolls to its target instead. */
+function localAnchors(root) {
+  for (const el of root.querySelectorAll('[id]')) el.id = `doc-${el.id}`;
+  for (const a of root.querySelectorAll('a[href^="#"]')) {
+    let id = a.getAttribute('href').slice(1);
+    try { id = decodeURIComponent(id); } catch { /* as written */ }
+    a.dataset.target = `doc-${id}`;
+  }
+}
+
+function followAnchor(ev) {
+  const a = ev.target.closest && ev.target.closest('a[data-target]');
+  if (!a) return;
+  ev.preventDefault();
+  const target = document.getElementById(a.dataset.target);
+  if (target) target.scrollIntoView({ block: 'center' });
+}
+
 /* ---- 12. boot ------------------------------------------------------------------------ */
 
 async function boot() {
@@ -835,6 +937,7 @@ async function boot() {
   $('auth').addEventListener('keydown', (e) => { if (e.key === 'Escape') $('auth').hidden = true; });
   $('pipeline').addEventListener('change', renderInputs);
   $('new-run').addEventListener('submit', submitRun);
+  $('document').addEventListener('click', followAnchor);
   $('cancel-run').addEventListener('click', () => runAction('cancel'));
   $('resume-run').addEventListener('click', () => runAction('resume'));
   $('timeline').addEventListener('load', () => onTimelineLoad(true));

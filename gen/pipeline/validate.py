@@ -80,6 +80,13 @@ def load_pipeline_text(
     origins = check_references(pipeline, smap)
     pipeline._templates = _compile_templates(pipeline, smap, base_dir, origins)
     check_cycles(pipeline, smap, origins)
+    if base_dir is None and all_named(pipeline):  # text with no folder: e.g. sent to a server
+        where, _ = all_named(pipeline)[0]
+        raise smap.error(
+            where,
+            "a pipeline given as text has no folder to read sources from; save it beside "
+            "them (on a server: in its pipelines folder, and name it)",
+        )
     pipeline._library = load_library(pipeline, smap, base_dir or Path.cwd())
     return pipeline
 

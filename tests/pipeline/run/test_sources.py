@@ -267,3 +267,9 @@ def test_a_copied_passage_header_is_no_part_of_the_text(tmp_path: Path) -> None:
     text = (prepared.run_dir.path / "sections" / "harvest.md").read_text(encoding="utf-8")
     assert text == "The end, 甘い."
     assert sections_by_id(manifest)["harvest"]["citing"]["echoed_headers"] == 1
+
+
+def test_a_pipeline_given_as_text_reads_no_sources(tmp_path: Path) -> None:
+    """Sent to a server as text, a pipeline has no folder: it may not read the server's."""
+    with pytest.raises(ConfigError, match=r"test.yaml:5:\d+: .*no folder to read sources from"):
+        pipeline_from(PIPELINE)

@@ -39,6 +39,9 @@ def post(path: str, body: Any, **kwargs: Any) -> httpx.Response:
     return result
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 def chat(**kwargs: Any) -> dict[str, Any]:
     return {"model": "fake", "messages": [{"role": "user", "content": "hi"}], **kwargs}
 
@@ -117,7 +120,7 @@ def test_the_request_becomes_the_engine_settings() -> None:
         (chat(n=2), "n"),
         (chat(temperature=-1), "temperature"),
         (chat(top_p=0), "top_p"),
-        (chat(top_logprobs=6), "top_logprobs"),
+        (chat(logprobs=True, top_logprobs=21), "top_logprobs"),
         (chat(top_logprobs=2), "top_logprobs"),  # without logprobs: true
         (chat(stream_options={"include_usage": True}), "stream_options"),  # without stream
         (chat(stop=["", "x"]), "stop.0"),
@@ -173,9 +176,9 @@ def test_bad_text_completions(body: dict[str, Any], status: int, param: str) -> 
 def test_bodies_that_are_not_json_objects() -> None:
     async def call(client: httpx.AsyncClient) -> list[httpx.Response]:
         return [
-            await client.post("/v1/chat/completions", content=b"{not json"),
-            await client.post("/v1/chat/completions", content=b"[1, 2]"),
-            await client.post("/v1/chat/completions", content=b"\xff\xfe"),
+            await client.post("/v1/chat/completions", content=b"{not json", headers=JSON),
+            await client.post("/v1/chat/completions", content=b"[1, 2]", headers=JSON),
+            await client.post("/v1/chat/completions", content=b"\xff\xfe", headers=JSON),
             await client.get("/v1/chat/completions"),
             await client.get("/v1/nothing"),
         ]
@@ -245,8 +248,8 @@ def test_a_body_past_the_limit_is_a_413() -> None:
                 yield big[i : i + 100]
 
         return [
-            await client.post("/v1/chat/completions", content=big),
-            await client.post("/v1/chat/completions", content=chunked()),
+            await client.post("/v1/chat/completions", content=big, headers=JSON),
+            await client.post("/v1/chat/completions", content=chunked(), headers=JSON),
             await client.post("/v1/chat/completions", json=chat()),
         ]
 
@@ -301,6 +304,7 @@ def test_openapi_describes_the_api() -> None:
     assert doc["openapi"].startswith("3.1")
     assert set(doc["paths"]) == {
         "/v1/models",
+        "/v1/models/{model_id}",
         "/v1/chat/completions",
         "/v1/completions",
         "/health",

@@ -46,15 +46,21 @@ def chat_logprobs(items: Sequence[TokenLogprob], token_bytes: TokenBytes) -> Cho
 def completion_logprobs(
     items: Sequence[TokenLogprob], token_bytes: TokenBytes, offset: int = 0
 ) -> CompletionLogprobs:
-    """`offset`: characters of text before these tokens (text_offset counts from there)."""
+    """`offset`: characters of text before these tokens (text_offset counts from there).
+    Each top_logprobs entry holds the `logprobs` likeliest tokens and the sampled one (with
+    `logprobs: 0`, only it), as vLLM answers."""
     out = CompletionLogprobs()
     for item in items:
-        token = token_bytes(item.token_id).decode("utf-8", errors="replace")
+        token = _text(token_bytes, item.token_id)
         out.tokens.append(token)
         out.token_logprobs.append(_finite(item.logprob))
-        out.top_logprobs.append(
-            {token_bytes(t).decode("utf-8", errors="replace"): _finite(lp) for t, lp in item.top}
-        )
+        top = {_text(token_bytes, t): _finite(lp) for t, lp in item.top}
+        top.setdefault(token, _finite(item.logprob))
+        out.top_logprobs.append(top)
         out.text_offset.append(offset)
         offset += len(token)
     return out
+
+
+def _text(token_bytes: TokenBytes, token_id: int) -> str:
+    return token_bytes(token_id).decode("utf-8", errors="replace")

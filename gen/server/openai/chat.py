@@ -132,4 +132,6 @@ async def chat_completions(request: Request, place: Place) -> Response:
     params = req.sampling_params(backend.context_window - len(ids), req.engine_logprobs())
     gen = await state.start(ids, params, req, place)
     chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs)
-    return await respond(request, gen, chunks, stream=req.stream, include_usage=req.include_usage)
+    return await respond(
+        request, [gen], [chunks], stream=req.stream, include_usage=req.include_usage
+    )

@@ -22,6 +22,7 @@ RANDOM_SEED = -1  # llama.cpp's "no seed": a seed drawn at random
 Penalty = Annotated[float, Field(ge=-2, le=2)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+TokenId = Annotated[int, Field(ge=0)]
 
 
 class _Request(BaseModel):
@@ -278,11 +279,20 @@ class ChatCompletionRequest(_Sampling):
 
 
 class CompletionRequest(_Sampling):
-    prompt: str | list[str] | list[Annotated[int, Field(ge=0)]] = Field(
-        description="one prompt: text, a list holding one text, or token ids"
+    prompt: str | list[str] | list[TokenId] | list[list[TokenId]] = Field(
+        description="text, token ids, or a list of either: one choice per prompt"
     )
     echo: bool = False
     logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
 
     def engine_logprobs(self) -> int | None:
         return self.logprobs
+
+    def prompts(self) -> list[str | list[int]]:
+        """Each prompt: a text or its token ids (one list of ids is one prompt)."""
+        prompt = self.prompt
+        if isinstance(prompt, str):
+            return [prompt]
+        if prompt and all(isinstance(p, int) for p in prompt):
+            return [prompt]  # type: ignore[list-item]
+        return list(prompt)  # type: ignore[arg-type]

@@ -90,7 +90,10 @@ def test_a_history_with_tool_calls_is_accepted(client: openai.OpenAI) -> None:
     ]
     r = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=8)
     assert r.choices[0].message.content is not None
-    assert r.usage is not None and r.usage.prompt_tokens > 20  # the call is in the prompt
+    without = [*messages[:1], {"role": "assistant", "content": ""}, *messages[2:]]
+    bare = client.chat.completions.create(model=MODEL, messages=without, max_tokens=1)
+    assert r.usage is not None and bare.usage is not None
+    assert r.usage.prompt_tokens > bare.usage.prompt_tokens + 5  # the call is in the prompt
 
 
 def test_tools_are_refused_until_gen_serve_calls_them(client: openai.OpenAI) -> None:

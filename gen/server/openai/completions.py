@@ -116,12 +116,12 @@ def _prompts(state: ServerState, req: CompletionRequest) -> list[tuple[list[int]
     for prompt in req.prompts():
         if isinstance(prompt, str):
             ids, text = backend.encode_text(prompt), prompt
+            state.check_prompt(ids, "prompt")
         else:
             ids = [int(i) for i in prompt]
-            state.check_prompt(ids, "prompt")
+            state.check_prompt(ids, "prompt")  # (its ids are real tokens before they are read)
             raw = b"".join(backend.token_bytes(i) for i in ids)
             text = raw.decode("utf-8", errors="replace")
-        state.check_prompt(ids, "prompt")
         prompts.append((ids, text))
     return prompts
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from gen.sampling import SamplingParams, TokenLogprob
 
-Message = dict[str, str]
+Message = dict[str, Any]  # role, content; an assistant turn may carry tool_calls
 
 
 @dataclass(slots=True)

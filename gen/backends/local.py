@@ -15,7 +15,7 @@ from gen.engine.config import EngineConfig
 from gen.engine.engine import EngineStats
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
-from gen.sampling import SamplingParams
+from gen.sampling import SamplingParams, TokenLogprob
 
 _ids = itertools.count()
 
@@ -146,6 +146,10 @@ class LocalBackend(ChatTokens):
         if not contexts or not ids:
             return [[] for _ in contexts]
         return await asyncio.to_thread(self.driver.call, lambda e: e.score(prompts, ids))
+
+    async def prompt_logprobs(self, ids: list[int], top: int) -> list[TokenLogprob]:
+        """Each of ids[1:] scored after the ids before it (see Engine.prompt_logprobs)."""
+        return await asyncio.to_thread(self.driver.call, lambda e: e.prompt_logprobs(ids, top))
 
     async def aclose(self) -> None:
         self.driver.stop()

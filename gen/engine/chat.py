@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 
@@ -12,16 +13,39 @@ class ChatTokenizer(Protocol):
     def encode(self, text: str, **kwargs: Any) -> list[int]: ...
 
 
+def with_tool_calls(messages: Sequence[Mapping[str, Any]], template: Any) -> list[dict[str, Any]]:
+    """The turns for `template`: an assistant turn's tool_calls as they are where the
+    template renders tool calls; else (a template that never reads them) written into the
+    turn's content, one JSON object {"name", "arguments"} per line after any text, so the
+    model still sees what it called. A null content is empty text there."""
+    takes = isinstance(template, str) and "tool_calls" in template
+    turns = []
+    for m in messages:
+        turn = dict(m)
+        calls = turn.get("tool_calls")
+        if calls and not takes:
+            del turn["tool_calls"]
+            lines = [turn.get("content") or ""]
+            for call in calls:
+                function = call.get("function", call)
+                named = {"name": function.get("name"), "arguments": function.get("arguments")}
+                lines.append(json.dumps(named, ensure_ascii=False))
+            turn["content"] = "\n".join(line for line in lines if line)
+        turns.append(turn)
+    return turns
+
+
 def encode_chat(
     tokenizer: ChatTokenizer,
-    messages: Sequence[dict[str, str]],
+    messages: Sequence[Mapping[str, Any]],
     add_generation_prompt: bool = True,
     continue_final_message: bool = False,
 ) -> list[int]:
     """Render and tokenize `messages`; with continue_final_message the last assistant
-    message is left open so generation continues it (the `prefix` strategy)."""
+    message is left open so generation continues it (the `prefix` strategy). Tool calls:
+    see with_tool_calls."""
     ids = tokenizer.apply_chat_template(
-        list(messages),
+        with_tool_calls(messages, getattr(tokenizer, "chat_template", None)),
         add_generation_prompt=add_generation_prompt and not continue_final_message,
         continue_final_message=continue_final_message,
         tokenize=True,

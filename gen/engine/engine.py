@@ -148,6 +148,17 @@ class Engine:
         found = self.runner.logprobs(rows, [len(c) for c in contexts])
         return [row.tolist() for row in found]
 
+    def prompt_logprobs(self, ids: list[int], top: int) -> list[TokenLogprob]:
+        """The log-probability of each of ids[1:] given the ids before it, with its `top`
+        likeliest alternatives (the first id, given nothing, has none): a prompt scored as
+        `echo` with logprobs reports it. Between steps, in a row of its own (as score)."""
+        if len(ids) < 2:
+            return []
+        if len(ids) > self.max_model_len:
+            raise ValueError(f"{len(ids)} ids are past the context window of {self.max_model_len}")
+        (logits,) = self.runner.scored_logits([ids], [1])  # (len(ids) - 1, vocab)
+        return token_logprobs(logits, ids[1:], [top] * (len(ids) - 1))
+
     def reset(self) -> None:
         """Drop every request and free all KV memory (after a failed step)."""
         for seq in list(self.requests.values()):

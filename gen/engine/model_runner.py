@@ -226,7 +226,18 @@ class ModelRunner:
     @torch.inference_mode()
     def logprobs(self, rows: list[list[int]], starts: list[int]) -> list[torch.Tensor]:
         """Each row's log-probabilities of its ids from starts[i] on, each given every id
-        before it: (len(row) - start,) per row. The rows run from position 0 in a scratch
+        before it: (len(row) - start,) per row (see scored_logits)."""
+        return [
+            torch.log_softmax(part.float(), dim=-1).gather(1, torch.tensor(row[start:])[:, None])[
+                :, 0
+            ]
+            for part, row, start in zip(self.scored_logits(rows, starts), rows, starts, strict=True)
+        ]
+
+    @torch.inference_mode()
+    def scored_logits(self, rows: list[list[int]], starts: list[int]) -> list[torch.Tensor]:
+        """Each row's logits for its ids from starts[i] on, each given every id before it:
+        (len(row) - start, vocab) per row. The rows run from position 0 in a scratch
         cache of their own, so the rows of sequences being decoded are neither read nor
         written; one forward for all of them where the model takes ragged batches."""
         cfg = self.model.cfg
@@ -251,21 +262,14 @@ class ModelRunner:
                 scratch,
                 torch.tensor(last),
             )  # (scored ids, vocab)
-            parts = logits.split([len(r) - s for r, s in zip(rows, starts, strict=True)])
-        else:
-            parts = tuple(
-                self.model(
-                    torch.tensor([row[:-1]]),  # (1, T)
-                    torch.arange(len(row) - 1)[None, :],  # (1, T)
-                    torch.tensor([0]),
-                    scratch,
-                    all_logits=True,
-                )[0, start - 1 :]  # (scored ids, vocab)
-                for row, start in zip(rows, starts, strict=True)
-            )
+            return list(logits.split([len(r) - s for r, s in zip(rows, starts, strict=True)]))
         return [
-            torch.log_softmax(part.float(), dim=-1).gather(1, torch.tensor(row[start:])[:, None])[
-                :, 0
-            ]
-            for part, row, start in zip(parts, rows, starts, strict=True)
+            self.model(
+                torch.tensor([row[:-1]]),  # (1, T)
+                torch.arange(len(row) - 1)[None, :],  # (1, T)
+                torch.tensor([0]),
+                scratch,
+                all_logits=True,
+            )[0, start - 1 :]  # (scored ids, vocab)
+            for row, start in zip(rows, starts, strict=True)
         ]

@@ -45,12 +45,20 @@ STATIC = Path(__file__).parent / "static"
 log = logging.getLogger("gen.serve")
 
 
-async def list_models(request: Request) -> Response:
+def _card(request: Request) -> ModelCard:
     state = server_state(request)
-    card = ModelCard(
-        id=state.backend.model, created=state.created, max_model_len=state.backend.context_window
-    )
-    return JSONResponse(dump(ModelList(data=[card])))
+    backend = state.backend
+    return ModelCard(id=backend.model, created=state.created, max_model_len=backend.context_window)
+
+
+async def list_models(request: Request) -> Response:
+    return JSONResponse(dump(ModelList(data=[_card(request)])))
+
+
+async def get_model(request: Request) -> Response:
+    """GET /v1/models/{id}: the one model served; any other id is OpenAI's 404."""
+    server_state(request).check_model(request.path_params["model_id"])
+    return JSONResponse(dump(_card(request)))
 
 
 async def health(request: Request) -> Response:
@@ -143,6 +151,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/health", health, methods=["GET"]),

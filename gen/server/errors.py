@@ -31,19 +31,22 @@ class APIError(Exception):
         param: str | None = None,
         code: str | None = None,
         headers: dict[str, str] | None = None,
+        kind: str | None = None,
     ) -> None:
+        """`kind`: the error's type where OpenAI's differs from its status's usual one."""
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.code = code
         self.headers = headers or {}
+        self.kind = kind or _TYPES.get(status, "invalid_request_error")
 
     def body(self) -> dict[str, Any]:
         return {
             "error": {
                 "message": self.message,
-                "type": _TYPES.get(self.status, "invalid_request_error"),
+                "type": self.kind,
                 "param": self.param,
                 "code": self.code,
             }

@@ -32,6 +32,7 @@ _ERRORS = {
     "404": "No such model",
     "408": "The request body stalled before its end (gen serve --body-timeout)",
     "413": "Request body too large",
+    "415": "The request's Content-Type is not application/json",
     "429": "Queue full; retry after Retry-After seconds",
     "500": "Generation failed",
 }
@@ -67,7 +68,7 @@ def error_answers(codes: Iterable[str], descriptions: Mapping[str, str]) -> dict
 
 
 def _generation(request: str, response: str, summary: str) -> dict[str, Any]:
-    codes = ("400", "404", "408", "413", "429", "500")
+    codes = ("400", "404", "408", "413", "415", "429", "500")
     return {
         "post": {
             "summary": summary,
@@ -130,6 +131,23 @@ def openapi_document(
                     "summary": "The model served",
                     "responses": {
                         "200": json_answer("ModelList", "The one model this server serves"),
+                    },
+                }
+            },
+            "/v1/models/{model_id}": {
+                "get": {
+                    "summary": "The model served, by its id",
+                    "parameters": [
+                        {
+                            "name": "model_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {
+                        "200": json_answer("ModelCard", "The one model this server serves"),
+                        **error_answers(("404",), _ERRORS),
                     },
                 }
             },

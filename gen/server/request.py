@@ -1,5 +1,6 @@
 """Reading a request: the shared server state, a place in its queue for a generation
-request, and a JSON body as a pydantic model or a 400 naming the parameter."""
+request, and a JSON body (sent as JSON: else a 415) as a pydantic model or a 400 naming
+the parameter."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gen.server.body import parse_json
-from gen.server.errors import from_validation
+from gen.server.errors import APIError, from_validation
 from gen.server.openai.generation import Place
 from gen.server.state import ServerState
 
@@ -24,7 +25,21 @@ def server_state(request: Request) -> ServerState:
     return state
 
 
+def require_json(request: Request) -> None:
+    """A POST to /v1/* must say it is JSON: a form or text/plain POST is what another site
+    can make a browser send without asking (CORS lets no such request through)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise APIError(
+            415,
+            f"send the request with Content-Type: application/json (got {kind or 'none'})",
+            code="unsupported_media_type",
+        )
+
+
 async def parse_body(request: Request, model: type[Body]) -> Body:
+    """The JSON body (415 if not sent as JSON) as `model`, or a 400 naming the parameter."""
+    require_json(request)
     data = parse_json(await request.body())
     try:
         return model.model_validate(data)

@@ -50,18 +50,23 @@ class ServerState:
                 400, f"{param}: token ids must be in [0, {vocab}), got {bad[0]}", param=param
             )
 
-    def check_request(self, req: ChatCompletionRequest | CompletionRequest) -> None:
-        """What a completion request's model checks could not: that it names this model,
-        that its length fits this model's window (a longer one is a mistake, not a wish),
-        that its token ids are in its vocabulary; and stream_options only with stream."""
-        if req.model != self.backend.model:
+    def check_model(self, model: str, param: str | None = None) -> None:
+        """A model name must be the one served: else OpenAI's 404."""
+        if model != self.backend.model:
             raise APIError(
                 404,
-                f"the model {req.model!r} does not exist here; this server serves "
-                f"{self.backend.model!r}",
-                param="model",
+                f"The model `{model}` does not exist; this server serves `{self.backend.model}`",
+                param=param,
                 code="model_not_found",
+                kind="invalid_request_error",  # OpenAI's, for this 404
             )
+
+    def check_request(self, req: ChatCompletionRequest | CompletionRequest) -> None:
+        """What a completion request's model checks could not: that it names this model (if any),
+        that its length fits this model's window (a longer one is a mistake, not a wish),
+        that its token ids are in its vocabulary; and stream_options only with stream."""
+        if req.model is not None:  # without one, the one model served (as vLLM, llama.cpp)
+            self.check_model(req.model, param="model")
         window, vocab = self.backend.context_window, self.backend.vocab_size
         for name in ("max_tokens", "max_completion_tokens"):
             value = getattr(req, name, None)

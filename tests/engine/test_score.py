@@ -79,3 +79,15 @@ def test_a_text_past_the_window_is_refused() -> None:
         engine.score([tok.encode("context")], tok.encode("far too long a text"))
     with pytest.raises(ValueError, match="at least one token"):
         engine.score([[]], TEXT)
+
+
+def test_prompt_logprobs_are_the_scores_with_their_alternatives() -> None:
+    engine = Engine(tiny_llama(), tok)
+    ids = CONTEXTS[0] + TEXT
+    found = engine.prompt_logprobs(ids, 3)
+    assert [t.token_id for t in found] == ids[1:]
+    (scored,) = engine.score([ids[:1]], ids[1:])
+    assert [t.logprob for t in found] == pytest.approx(scored, abs=1e-5)
+    for t in found:
+        assert len(t.top) == 3 and t.top[0][1] >= t.logprob - 1e-5
+    assert engine.prompt_logprobs(ids[:1], 3) == []

@@ -123,8 +123,8 @@ def cases(endpoint: str) -> list[Bad]:
             at("max_tokens=-2**70", ("max_tokens",), str(-(2**70)), "greater than or equal"),
             at("min_tokens=-5", ("min_tokens",), "-5", "greater than or equal to 0"),
             at(f"{logprobs}=-1", (logprobs,), "-1", "greater than or equal to 0"),
-            at("seed=-1", ("seed",), "-1", "greater than or equal to 0"),
-            at("seed=2**64", ("seed",), str(2**64), "less than"),
+            at("seed=-2**63-1", ("seed",), str(-(2**63) - 1), "greater than or equal to"),
+            at("seed=2**63", ("seed",), str(2**63), "less than"),
             at(
                 "stop_token_ids",
                 ("stop_token_ids",),

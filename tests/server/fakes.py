@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from gen.backends.base import Delta, Message
 from gen.engine.engine import EngineStats
-from gen.sampling import SamplingParams
+from gen.sampling import SamplingParams, TokenLogprob
 
 REPLY = "你好，世界！🙂"
 
@@ -82,6 +82,12 @@ class FakeServed:
         self.streams.append(stream)
         self.params.append(params)
         return stream
+
+    async def prompt_logprobs(self, ids: list[int], top: int) -> list[TokenLogprob]:
+        """Every prompt byte scored -1, its alternatives the next bytes up, scored -2."""
+        return [
+            TokenLogprob(i, -1.0, tuple((i + k, -2.0) for k in range(1, top + 1))) for i in ids[1:]
+        ]
 
     async def aclose(self) -> None:
         return None

@@ -39,6 +39,9 @@ def post(path: str, body: Any, **kwargs: Any) -> httpx.Response:
     return result
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 def chat(**kwargs: Any) -> dict[str, Any]:
     return {"model": "fake", "messages": [{"role": "user", "content": "hi"}], **kwargs}
 
@@ -117,7 +120,7 @@ def test_the_request_becomes_the_engine_settings() -> None:
         (chat(n=2), "n"),
         (chat(temperature=-1), "temperature"),
         (chat(top_p=0), "top_p"),
-        (chat(top_logprobs=6), "top_logprobs"),
+        (chat(logprobs=True, top_logprobs=21), "top_logprobs"),
         (chat(top_logprobs=2), "top_logprobs"),  # without logprobs: true
         (chat(stream_options={"include_usage": True}), "stream_options"),  # without stream
         (chat(stop=["", "x"]), "stop.0"),
@@ -159,23 +162,60 @@ def test_a_prompt_past_the_window_gives_the_numbers() -> None:
 @pytest.mark.parametrize(
     ("body", "status", "param"),
     [
-        ({"model": "fake", "prompt": ["a", "b"]}, 400, "prompt"),
+        ({"model": "fake", "prompt": []}, 400, "prompt"),
+        ({"model": "fake", "prompt": ["a", [97]]}, 400, "prompt.1"),
+        ({"model": "fake", "prompt": ["a"] * 3}, 400, "prompt"),  # past --max-queue 2
         ({"model": "fake", "prompt": [999]}, 400, "prompt"),
         ({"model": "fake", "prompt": ""}, 400, "prompt"),
         ({"model": "other", "prompt": "a"}, 404, "model"),
     ],
 )
 def test_bad_text_completions(body: dict[str, Any], status: int, param: str) -> None:
-    r = post("/v1/completions", body)
+    async def call(client: httpx.AsyncClient) -> httpx.Response:
+        return await client.post("/v1/completions", json=body)
+
+    r = run(call, max_queue=2)
     assert r.status_code == status and r.json()["error"]["param"] == param
+
+
+@pytest.mark.parametrize("prompt", [["春", "天🌸"], [[230, 152, 165], [97, 98]]])
+def test_a_list_of_prompts_is_a_choice_each(prompt: list[Any]) -> None:
+    whole = post("/v1/completions", {"model": "fake", "prompt": prompt, "max_tokens": 3})
+    choices = whole.json()["choices"]
+    assert [c["index"] for c in choices] == [0, 1] and all(c["text"] == REPLY[:3] for c in choices)
+    sizes = [len(p.encode()) if isinstance(p, str) else len(p) for p in prompt]
+    assert whole.json()["usage"]["prompt_tokens"] == sum(sizes)
+    assert whole.json()["usage"]["completion_tokens"] == 6
+
+    body = {"model": "fake", "prompt": prompt, "max_tokens": 3, "stream": True}
+    streamed = post("/v1/completions", body | {"stream_options": {"include_usage": True}})
+    chunks = [json.loads(d) for d in events(streamed)[:-1]]
+    texts = ["", ""]
+    for c in chunks[:-1]:
+        (choice,) = c["choices"]
+        texts[choice["index"]] += choice["text"]
+    assert texts == [REPLY[:3]] * 2
+    finishes = [c["choices"][0]["index"] for c in chunks[:-1] if c["choices"][0]["finish_reason"]]
+    assert sorted(finishes) == [0, 1]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 6
+
+
+def test_echo_with_logprobs_scores_the_prompt() -> None:
+    body = {"model": "fake", "prompt": "ab天", "max_tokens": 2, "echo": True, "logprobs": 1}
+    choice = post("/v1/completions", body).json()["choices"][0]
+    lp = choice["logprobs"]
+    assert choice["text"].startswith("ab天")
+    assert lp["token_logprobs"][:5] == [None, -1.0, -1.0, -1.0, -1.0]  # a, b, and 天's 3 bytes
+    assert lp["top_logprobs"][0] is None and lp["top_logprobs"][1] == {"c": -2.0, "b": -1.0}
+    assert lp["text_offset"][:5] == [0, 1, 2, 2, 2]
 
 
 def test_bodies_that_are_not_json_objects() -> None:
     async def call(client: httpx.AsyncClient) -> list[httpx.Response]:
         return [
-            await client.post("/v1/chat/completions", content=b"{not json"),
-            await client.post("/v1/chat/completions", content=b"[1, 2]"),
-            await client.post("/v1/chat/completions", content=b"\xff\xfe"),
+            await client.post("/v1/chat/completions", content=b"{not json", headers=JSON),
+            await client.post("/v1/chat/completions", content=b"[1, 2]", headers=JSON),
+            await client.post("/v1/chat/completions", content=b"\xff\xfe", headers=JSON),
             await client.get("/v1/chat/completions"),
             await client.get("/v1/nothing"),
         ]
@@ -245,8 +285,8 @@ def test_a_body_past_the_limit_is_a_413() -> None:
                 yield big[i : i + 100]
 
         return [
-            await client.post("/v1/chat/completions", content=big),
-            await client.post("/v1/chat/completions", content=chunked()),
+            await client.post("/v1/chat/completions", content=big, headers=JSON),
+            await client.post("/v1/chat/completions", content=chunked(), headers=JSON),
             await client.post("/v1/chat/completions", json=chat()),
         ]
 
@@ -301,6 +341,7 @@ def test_openapi_describes_the_api() -> None:
     assert doc["openapi"].startswith("3.1")
     assert set(doc["paths"]) == {
         "/v1/models",
+        "/v1/models/{model_id}",
         "/v1/chat/completions",
         "/v1/completions",
         "/health",

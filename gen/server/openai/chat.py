@@ -82,11 +82,17 @@ class ChatChunks:
 
 
 def _messages(req: ChatCompletionRequest) -> list[Message]:
-    """The turns as the chat template takes them (a developer message is a system one)."""
-    return [
-        {"role": "system" if m.role == "developer" else m.role, "content": m.text()}
-        for m in req.messages
-    ]
+    """The turns as the chat template takes them (a developer message is a system one; an
+    assistant turn's tool calls go with it, gen.engine.chat renders them)."""
+    turns: list[Message] = []
+    for m in req.messages:
+        turn: Message = {"role": "system" if m.role == "developer" else m.role}
+        turn["content"] = m.text()
+        if m.tool_calls:
+            turn["content"] = None if m.content is None else m.text()
+            turn["tool_calls"] = [call.as_template_takes() for call in m.tool_calls]
+        turns.append(turn)
+    return turns
 
 
 @admitted
@@ -95,6 +101,7 @@ async def chat_completions(request: Request, place: Place) -> Response:
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
     state.check_request(req)
+    req.check_tools()
     if req.top_logprobs is not None and not req.logprobs:
         raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     if req.continue_final_message:
@@ -125,4 +132,6 @@ async def chat_completions(request: Request, place: Place) -> Response:
     params = req.sampling_params(backend.context_window - len(ids), req.engine_logprobs())
     gen = await state.start(ids, params, req, place)
     chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs)
-    return await respond(request, gen, chunks, stream=req.stream, include_usage=req.include_usage)
+    return await respond(
+        request, [gen], [chunks], stream=req.stream, include_usage=req.include_usage
+    )

@@ -12,7 +12,7 @@ from gen.backends.base import Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
 from gen.engine.grammar import GrammarError
 from gen.errors import BackendError
-from gen.sampling import InvalidParam, SamplingParams
+from gen.sampling import InvalidParam, SamplingParams, TokenLogprob
 from gen.server.errors import busy
 from gen.server.metrics import Metrics
 
@@ -44,6 +44,8 @@ class ServedModel(Protocol):
     def check(self, params: SamplingParams) -> None: ...
 
     async def generate(self, prompt_ids: list[int], params: SamplingParams) -> Stream: ...
+
+    async def prompt_logprobs(self, ids: list[int], top: int) -> list[TokenLogprob]: ...
 
     async def aclose(self) -> None: ...
 

@@ -43,18 +43,80 @@ def chat_logprobs(items: Sequence[TokenLogprob], token_bytes: TokenBytes) -> Cho
     return ChoiceLogprobs(content=content)
 
 
+UNSCORED = math.nan  # a prompt's first token: nothing comes before it to score it by
+
+
 def completion_logprobs(
-    items: Sequence[TokenLogprob], token_bytes: TokenBytes, offset: int = 0
+    placed: Sequence[tuple[TokenLogprob, int]], token_bytes: TokenBytes
 ) -> CompletionLogprobs:
-    """`offset`: characters of text before these tokens (text_offset counts from there)."""
+    """Tokens with their text_offset (TextOffsets places them). Each top_logprobs entry
+    holds the `logprobs` likeliest tokens and the sampled one (with `logprobs: 0`, only
+    it), as vLLM answers; an UNSCORED token has null for both."""
     out = CompletionLogprobs()
-    for item in items:
-        token = token_bytes(item.token_id).decode("utf-8", errors="replace")
+    for item, offset in placed:
+        token = _text(token_bytes, item.token_id)
         out.tokens.append(token)
-        out.token_logprobs.append(_finite(item.logprob))
-        out.top_logprobs.append(
-            {token_bytes(t).decode("utf-8", errors="replace"): _finite(lp) for t, lp in item.top}
-        )
         out.text_offset.append(offset)
-        offset += len(token)
+        if math.isnan(item.logprob):
+            out.token_logprobs.append(None)
+            out.top_logprobs.append(None)
+            continue
+        out.token_logprobs.append(_finite(item.logprob))
+        top = {_text(token_bytes, t): _finite(lp) for t, lp in item.top}
+        top.setdefault(token, _finite(item.logprob))
+        out.top_logprobs.append(top)
     return out
+
+
+def _text(token_bytes: TokenBytes, token_id: int) -> str:
+    return token_bytes(token_id).decode("utf-8", errors="replace")
+
+
+def _leads(raw: bytes) -> int:
+    """The characters that start in `raw` (its bytes that are no UTF-8 continuation)."""
+    return sum(1 for b in raw if b & 0xC0 != 0x80)
+
+
+class TextOffsets:
+    """A text completion's tokens against the text sent. A token goes out with the text
+    that holds all of its bytes, so a chunk's text is its tokens' text even where text was
+    held back (the start of a possible stop string); its text_offset is the index, in the
+    whole response, of the character its first byte is in. Exact where the tokens' bytes
+    spell the text (byte-level BPE); a token whose bytes are not the text's next ones (a
+    special token the text leaves out) goes out at once, taking what they share."""
+
+    def __init__(self, token_bytes: TokenBytes, offset: int = 0) -> None:
+        self.token_bytes = token_bytes
+        self.pending: list[TokenLogprob] = []
+        self.unclaimed = b""  # text sent that no token has taken yet
+        self.chars = offset  # characters started before it
+
+    def take(self, text: str, items: Sequence[TokenLogprob]) -> list[tuple[TokenLogprob, int]]:
+        """The tokens whose text has now been sent, each with its offset."""
+        self.pending += items
+        self.unclaimed += text.encode("utf-8")
+        placed = []
+        while self.pending:
+            raw = self.token_bytes(self.pending[0].token_id)
+            if raw.startswith(self.unclaimed) and not self.unclaimed.startswith(raw):
+                break  # its text is still held back
+            placed.append((self.pending.pop(0), self._claim(raw)))
+        return placed
+
+    def rest(self) -> list[tuple[TokenLogprob, int]]:
+        """At the end: the tokens whose text never came (a stop string's, cut)."""
+        placed = [(item, self._claim(b"")) for item in self.pending]
+        self.pending = []
+        return placed
+
+    def _claim(self, raw: bytes) -> int:
+        n = 0
+        for a, b in zip(raw, self.unclaimed, strict=False):
+            if a != b:
+                break
+            n += 1
+        claimed, self.unclaimed = self.unclaimed[:n], self.unclaimed[n:]
+        inside = bool(claimed) and claimed[0] & 0xC0 == 0x80  # it starts inside a character
+        offset = self.chars - inside
+        self.chars += _leads(claimed)
+        return offset

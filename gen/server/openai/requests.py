@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gen.sampling import Constraint, InvalidParam, SamplingParams, build_sampling_params
 
-MAX_TOP_LOGPROBS = 5
-SEED_LIMIT = 2**63  # a seed is a torch.Generator's: in [0, 2**63)
+MAX_TOP_LOGPROBS = 20  # OpenAI's for chat, vLLM's for text completions too
+SEED_LIMIT = 2**63  # any int64, as vLLM takes; torch.Generator wraps negatives mod 2**64
+RANDOM_SEED = -1  # llama.cpp's "no seed": a seed drawn at random
 
 Penalty = Annotated[float, Field(ge=-2, le=2)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+TokenId = Annotated[int, Field(ge=0)]
 
 
 class _Request(BaseModel):
@@ -36,12 +38,46 @@ class TextPart(_Request):
     text: str
 
 
+class FunctionCall(_Request):
+    name: str
+    arguments: str  # JSON text, as OpenAI sends it
+
+
+class ToolCall(_Request):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+    def as_template_takes(self) -> dict[str, Any]:
+        """The call as chat templates read it: arguments as an object where they parse as
+        one (as vLLM passes them), else as the text sent."""
+        try:
+            arguments: Any = json.loads(self.function.arguments)
+        except ValueError:
+            arguments = self.function.arguments
+        if not isinstance(arguments, dict):
+            arguments = self.function.arguments
+        function = {"name": self.function.name, "arguments": arguments}
+        return {"id": self.id, "type": self.type, "function": function}
+
+
 class ChatMessage(_Request):
     role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[TextPart]
+    content: str | list[TextPart] | None = None
     name: str | None = None
+    tool_calls: list[ToolCall] | None = None  # an assistant turn that called tools
+
+    @model_validator(mode="after")
+    def _has_content(self) -> ChatMessage:
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError("content is required (null only in an assistant turn with tool_calls)")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("tool_calls belong to an assistant turn")
+        return self
 
     def text(self) -> str:
+        if self.content is None:
+            return ""
         if isinstance(self.content, str):
             return self.content
         return "".join(part.text for part in self.content)
@@ -119,12 +155,14 @@ class StructuredOutputs(_Request):
 class _Sampling(_Request):
     """What chat and text completions share."""
 
-    model: str
+    model: str | None = Field(default=None, description="the one model served, if given")
     structured_outputs: StructuredOutputs | None = None
     max_tokens: Annotated[int, Field(ge=1)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
-    seed: Annotated[int, Field(ge=0, lt=SEED_LIMIT)] | None = None
+    seed: Annotated[int, Field(ge=-SEED_LIMIT, lt=SEED_LIMIT, description="-1: random")] | None = (
+        None
+    )
     stop: NonEmpty | list[NonEmpty] | None = None
     n: Annotated[int, Field(ge=1, le=1, description="gen serve answers with one choice")] = 1
     stream: bool = False
@@ -174,6 +212,7 @@ class _Sampling(_Request):
             self,
             max_tokens=self.requested_max_tokens() or default_max_tokens,
             top_k=max(self.top_k or 0, 0),
+            seed=None if self.seed == RANDOM_SEED else self.seed,
             stop=[self.stop] if isinstance(self.stop, str) else self.stop,
             logprobs=logprobs,
             constraint=self.constraint(),
@@ -202,6 +241,10 @@ class _Sampling(_Request):
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
+    # OpenAI's tool calling: refused for now (check_tools), never silently answered as text
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
     max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
     logprobs: bool = False
     top_logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
@@ -222,13 +265,34 @@ class ChatCompletionRequest(_Sampling):
     def engine_logprobs(self) -> int | None:
         return (self.top_logprobs or 0) if self.logprobs else None
 
+    def check_tools(self) -> None:
+        """Tools the model may call (any tool_choice but "none") are not supported yet: a
+        400, rather than a plain-text answer to a request that asked for a call."""
+        if self.tool_choice == "none":
+            return
+        if self.tools or self.tool_choice is not None:
+            param = "tools" if self.tools else "tool_choice"
+            raise InvalidParam(
+                param, f"{param}: tool calls are not supported yet by gen serve (tool_choice "
+                "\"none\" is accepted and answers in text)",
+            )  # fmt: skip
+
 
 class CompletionRequest(_Sampling):
-    prompt: str | list[str] | list[Annotated[int, Field(ge=0)]] = Field(
-        description="one prompt: text, a list holding one text, or token ids"
+    prompt: str | list[str] | list[TokenId] | list[list[TokenId]] = Field(
+        description="text, token ids, or a list of either: one choice per prompt"
     )
     echo: bool = False
     logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
 
     def engine_logprobs(self) -> int | None:
         return self.logprobs
+
+    def prompts(self) -> list[str | list[int]]:
+        """Each prompt: a text or its token ids (one list of ids is one prompt)."""
+        prompt = self.prompt
+        if isinstance(prompt, str):
+            return [prompt]
+        if prompt and all(isinstance(p, int) for p in prompt):
+            return [prompt]  # type: ignore[list-item]
+        return list(prompt)  # type: ignore[arg-type]

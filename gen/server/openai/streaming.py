@@ -1,15 +1,16 @@
-"""Answering with a generation: Server-Sent Events in OpenAI's order (opening chunks, text
-chunks, exactly one chunk with a finish_reason, the usage chunk if asked, `[DONE]`; an
-error mid-stream as `data: {"error": …}` then `[DONE]`), or one JSON body once it is done.
-Either way a client that goes away ends its generation at once."""
+"""Answering with generations (one per choice: a text completion's list of prompts has
+several): Server-Sent Events in OpenAI's order (opening chunks, text chunks, exactly one
+chunk with a finish_reason per choice, the usage chunk if asked, `[DONE]`; an error
+mid-stream as `data: {"error": …}` then `[DONE]`), or one JSON body once all are done.
+Either way a client that goes away ends its generations at once."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -47,15 +48,64 @@ class Chunks(Protocol):
     def choice(self, done: Collected) -> BaseModel: ...
 
 
-def whole(chunks: Chunks, done: Collected) -> BaseModel:
-    """The answer to a request not streamed, once its generation is done."""
-    return chunks.body(
-        id=chunks.id,
-        created=chunks.created,
-        model=chunks.model,
-        choices=[chunks.choice(done)],
-        usage=usage(done),
+def summed(counts: Sequence[Delta | Collected]) -> Delta:
+    """The choices' token counts added up: a request's usage."""
+    return Delta(
+        "",
+        prompt_tokens=sum(c.prompt_tokens for c in counts),
+        cached_prompt_tokens=sum(c.cached_prompt_tokens for c in counts),
+        completion_tokens=sum(c.completion_tokens for c in counts),
     )
+
+
+def whole(chunks: Sequence[Chunks], done: Sequence[Collected]) -> BaseModel:
+    """The answer to a request not streamed, once its generations are done."""
+    first = chunks[0]
+    return first.body(
+        id=first.id,
+        created=first.created,
+        model=first.model,
+        choices=[c.choice(d) for c, d in zip(chunks, done, strict=True)],
+        usage=usage(summed(done)),
+    )
+
+
+T = TypeVar("T")
+
+
+async def merged(streams: Sequence[AsyncIterator[T]]) -> AsyncIterator[tuple[int, T]]:
+    """The items of several streams as they come, each with its stream's index; the first
+    error of any ends it."""
+    if len(streams) == 1:
+        async for item in streams[0]:
+            yield 0, item
+        return
+    queue: asyncio.Queue[tuple[int, bool, Any]] = asyncio.Queue()  # (i, ended, item)
+
+    async def pump(i: int, stream: AsyncIterator[T]) -> None:
+        try:
+            async for item in stream:
+                await queue.put((i, False, item))
+        except Exception as exc:
+            await queue.put((i, True, exc))
+        else:
+            await queue.put((i, True, None))
+
+    tasks = [asyncio.ensure_future(pump(i, s)) for i, s in enumerate(streams)]
+    try:
+        live = len(tasks)
+        while live:
+            i, ended, item = await queue.get()
+            if isinstance(item, Exception) and ended:
+                raise item
+            if ended:
+                live -= 1
+            else:
+                yield i, item
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _data(data: str) -> ServerSentEvent:
@@ -67,44 +117,50 @@ def _event(chunk: BaseModel) -> ServerSentEvent:
 
 
 async def _events(
-    gen: Generation, chunks: Chunks, include_usage: bool
+    gens: Sequence[Generation], chunks: Sequence[Chunks], include_usage: bool
 ) -> AsyncIterator[ServerSentEvent]:
     try:
-        for chunk in chunks.opening():
-            yield _event(chunk)
-        async for d in gen.deltas():
+        for c in chunks:
+            for chunk in c.opening():
+                yield _event(chunk)
+        ends: list[Delta] = []
+        async for i, d in merged([g.deltas() for g in gens]):
             if d.text or d.logprobs:
-                yield _event(chunks.piece(d))
+                yield _event(chunks[i].piece(d))
             if d.finish_reason is not None:
-                yield _event(chunks.finish(d))
-                if include_usage:
-                    yield _event(chunks.usage(d))
+                yield _event(chunks[i].finish(d))
+                ends.append(d)
+        if include_usage:
+            yield _event(chunks[0].usage(summed(ends)))
     except Exception as exc:  # mid-stream: the status line has gone out already
         yield _data(json.dumps(from_exception(exc).body(), ensure_ascii=False))
     finally:
         with anyio.CancelScope(shield=True):  # a client gone: abort now, even while cancelled
-            await gen.close()
+            await _close(gens)
     yield _data("[DONE]")
 
 
+async def _close(gens: Sequence[Generation]) -> None:
+    for gen in gens:
+        await gen.close()
+
+
 class _GenerationEvents(EventSourceResponse):
-    """The events of one generation, closed however the response ends (even one whose
+    """The events of the generations, closed however the response ends (even those whose
     events never started: a client gone before the headers)."""
 
-    def __init__(self, gen: Generation, chunks: Chunks, include_usage: bool) -> None:
-        super().__init__(_events(gen, chunks, include_usage), sep="\n", ping=15)
-        self.gen = gen
+    def __init__(
+        self, gens: Sequence[Generation], chunks: Sequence[Chunks], include_usage: bool
+    ) -> None:
+        super().__init__(_events(gens, chunks, include_usage), sep="\n", ping=15)
+        self.gens = gens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
             with anyio.CancelScope(shield=True):
-                await self.gen.close()
-
-
-def event_stream(gen: Generation, chunks: Chunks, include_usage: bool) -> EventSourceResponse:
-    return _GenerationEvents(gen, chunks, include_usage)
+                await _close(self.gens)
 
 
 async def _disconnected(request: Request) -> None:
@@ -112,10 +168,16 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-async def collect_unless_gone(request: Request, gen: Generation) -> Collected | None:
-    """The whole generation, or None (and the generation aborted) if the client went away
-    first."""
-    done = asyncio.ensure_future(collect(gen))
+async def _collect_all(gens: Sequence[Generation]) -> list[Collected]:
+    return list(await asyncio.gather(*(collect(g) for g in gens)))
+
+
+async def collect_unless_gone(
+    request: Request, gens: Sequence[Generation]
+) -> list[Collected] | None:
+    """The whole generations, or None (and the generations aborted) if the client went
+    away first."""
+    done = asyncio.ensure_future(_collect_all(gens))
     gone = asyncio.ensure_future(_disconnected(request))
     try:
         await asyncio.wait([done, gone], return_when=asyncio.FIRST_COMPLETED)
@@ -126,7 +188,7 @@ async def collect_unless_gone(request: Request, gen: Generation) -> Collected | 
         with contextlib.suppress(asyncio.CancelledError):
             await gone
         with anyio.CancelScope(shield=True):
-            await gen.close()
+            await _close(gens)
     if not done.done() or done.cancelled():
         with contextlib.suppress(asyncio.CancelledError):
             await done
@@ -136,17 +198,17 @@ async def collect_unless_gone(request: Request, gen: Generation) -> Collected | 
 
 async def respond(
     request: Request,
-    gen: Generation,
-    chunks: Chunks,
+    gens: Sequence[Generation],
+    chunks: Sequence[Chunks],
     *,
     stream: bool,
     include_usage: bool,
 ) -> Response:
-    """The answer to a completion request, streamed or whole (499 when the client left
-    before it finished)."""
+    """The answer to a completion request (a choice per generation, `chunks[i]` wording
+    `gens[i]`'s), streamed or whole (499 when the client left before it finished)."""
     if stream:
-        return event_stream(gen, chunks, include_usage)
-    done = await collect_unless_gone(request, gen)
+        return _GenerationEvents(gens, chunks, include_usage)
+    done = await collect_unless_gone(request, gens)
     if done is None:
         return Response(status_code=499)  # nobody is there to read it
     return JSONResponse(dump(whole(chunks, done)))

@@ -21,7 +21,7 @@ from gen.pipeline.run.events import EventReader, is_live, process_start
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.timeline import timeline_svg
 from gen.server.errors import APIError
-from gen.server.request import parse_body
+from gen.server.request import parse_body, require_json
 from gen.server.runs.documents import markdown_html, wants_html
 from gen.server.runs.events import follow, held, last_event_id, sse
 from gen.server.runs.manager import RunManager
@@ -75,18 +75,6 @@ def _source(run: RunDir) -> str:
 async def list_pipelines(request: Request) -> Response:
     folder = manager(request).pipelines
     return JSONResponse({"object": "list", "data": [describe(p) for p in pipeline_files(folder)]})
-
-
-def require_json(request: Request) -> None:
-    """A POST of the runs API must say it is JSON: a form or text/plain POST is what another
-    site can make a browser send without asking (CORS lets no such request through)."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/json":
-        raise APIError(
-            415,
-            f"send the request with Content-Type: application/json (got {kind or 'none'})",
-            code="unsupported_media_type",
-        )
 
 
 async def create_run(request: Request) -> Response:

@@ -66,8 +66,9 @@ MAX_TOKENS = 2**31 - 1
 
 def _max_tokens(value: int) -> int:
     if value > MAX_TOKENS:
+        got = f"{value:,}" if value < 10**30 else f"a number of {len(str(value)):,} digits"
         raise ValueError(
-            f"must be at most {MAX_TOKENS:,} (2**31 - 1), got {value:,}: a round writes no "
+            f"must be at most {MAX_TOKENS:,} (2**31 - 1), got {got}: a round writes no "
             "more tokens than the context window holds, and no model's window holds that many"
         )
     return value

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ sections:
 """
 RECORDS = "id,topic\nt1,tea\nt2,mint\n"
 SECTIONS = ("first", "second", "third")
+TIMEOUT = 60  # seconds for one forked run: a guard against a hang, not a timing check
 
 
 def killed_backend() -> FakeBackend:
@@ -74,8 +76,15 @@ def kill_at(n: int, argv: list[str]) -> int:
             code = main(argv)
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.002)
+    os.kill(pid, signal.SIGKILL)  # a child stuck (on a lock another thread held at fork)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"gen {' '.join(argv)} did not end in {TIMEOUT} s")
 
 
 def events_written(out: Path) -> int:

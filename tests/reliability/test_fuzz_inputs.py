@@ -672,7 +672,7 @@ def test_bad_records_fail_alone_and_name_their_line(folder: Path) -> None:
         '{"topic": "\\ud800"}',
         "[" * 100_000 + "]" * 100_000,
         '{"topic": ' + "1" * 5000 + "}",
-        '{"topic": "' + "x" * 10_000_000 + '"}',  # a 10 MB line: a valid record
+        '{"topic": "' + "x" * 10_000_000 + '"}',  # a 10 MB line: a record, too long to render
         '{"../x": 1}',
         '{"a/b": 1}',
         '{"topic": {"nested": [1, {"deep": null}]}}',
@@ -688,11 +688,17 @@ def test_bad_records_fail_alone_and_name_their_line(folder: Path) -> None:
     pipeline.write_text(RECORD_PIPELINE, encoding="utf-8")
     with time_limit():
         problems = Batch(pipeline, records, str(path), folder / "o", model="openai:fake").check()
-    assert sorted(problems) == ["0002", "0003", "0004", "0005", "0006", "0008", "0009", "0011"]
+    assert sorted(problems) == [
+        "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0011",
+    ]  # fmt: skip
     for record in records:
         if record.key in problems:
             assert problems[record.key].startswith(f"{path}:{record.line}: ")
     assert "a number has too many digits" in problems["0006"]
+    assert (
+        "sections[0].prompt: blocked by the template sandbox: the output would be "
+        in (problems["0007"])
+    )  # the run would refuse it when it renders the prompt: refused before the model
     assert "unknown setting" in problems["0008"]
     assert "unknown input" in problems["0009"]
 

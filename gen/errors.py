@@ -53,6 +53,11 @@ class TemplateError(ConfigError):
     """A Jinja2 template failed to parse or render (sandbox violations included)."""
 
 
+class SandboxError(TemplateError):
+    """A template broke the sandbox while it rendered: an escape, or a cost limit (steps,
+    time, size, call depth, range()). Whatever values it gets, such a template is refused."""
+
+
 class ModelError(GenError):
     """A model spec cannot be resolved, converted or loaded."""
 

@@ -406,16 +406,34 @@ def test_run_time_include_outside_the_template_folders_exit_2(
     assert backend.calls == []
 
 
-def test_sandbox_violation_in_a_later_section_fails_that_section(
+def test_sandbox_violation_in_a_later_section_is_refused_before_the_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # b reads a's text, but the blocked name comes from an input: the trial render, with a
+    # placeholder for a's text, meets it before any model loads
     path = tmp_path / "late.yaml"
     path.write_text(
         SANDBOX.format(expr="topic")
         + '  - id: b\n    prompt: "[b] {{ sections.a.text | attr(name) }}"\n',
         encoding="utf-8",
     )
-    backend = FakeBackend()
+    opened = install(monkeypatch, FakeBackend())
+    code, out, err = gen_run(capsys, path)
+    assert code == 2 and out == [] and opened == []
+    assert err.startswith(f"{path}:9:") and "blocked by the template sandbox" in err
+
+
+def test_sandbox_violation_in_a_later_section_fails_that_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the blocked name is the text a writes: only the run can meet it
+    path = tmp_path / "late.yaml"
+    path.write_text(
+        SANDBOX.format(expr="topic")
+        + '  - id: b\n    prompt: "[b] {{ sections.a.text | attr(sections.a.text) }}"\n',
+        encoding="utf-8",
+    )
+    backend = FakeBackend({"a": [("__class__", "stop")]})
     install(monkeypatch, backend)
     code, out, _ = gen_run(capsys, path)
     assert code == 1

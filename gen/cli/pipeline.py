@@ -115,8 +115,10 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
 def cmd_validate(args: argparse.Namespace) -> int:
     from gen.pipeline import load_pipeline
     from gen.pipeline.model_check import check_model
+    from gen.pipeline.templates.trial import trial_render
 
     p = load_pipeline(args.pipeline, parse_overrides(args.overrides))
+    trial_render(p)  # what the templates would refuse when the run renders them
     warn(check_model(p))
     n = len(p.sections)
     print(f"{args.pipeline}: ok ({n} section{'s' * (n != 1)}, model {p.model})")
@@ -265,9 +267,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from gen.pipeline.model_check import check_model
     from gen.pipeline.run.rundir import check_events_path, check_out_dir
     from gen.pipeline.run.runner import open_pipeline_backend, prepare_run
+    from gen.pipeline.templates.trial import trial_render
 
     # everything a user can get wrong is refused here, before the model loads
     pipeline = load_pipeline(args.pipeline, parse_overrides(args.overrides))
+    trial_render(pipeline)
     check_out_dir(Path(args.out))
     check_events_path(args.events)
     warnings = check_model(pipeline, args.model)

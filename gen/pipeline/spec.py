@@ -59,7 +59,32 @@ def _ngram_size(value: Any) -> Any:
 NgramSize = Annotated[int, Field(ge=0), AfterValidator(_ngram_size)]
 Seed = Annotated[int, Field(ge=0, lt=2**63)]
 WordCount = PositiveInt | str  # a number, or a template that renders one per instance
-StopList = Annotated[list[str], BeforeValidator(_as_list)]
+# a round's max_tokens past which no context window holds it: the longest windows models
+# ship with are about 100 million tokens, and llama.cpp numbers positions in 32 bits
+MAX_TOKENS = 2**31 - 1
+
+
+def _max_tokens(value: int) -> int:
+    if value > MAX_TOKENS:
+        got = f"{value:,}" if value < 10**30 else f"a number of {len(str(value)):,} digits"
+        raise ValueError(
+            f"must be at most {MAX_TOKENS:,} (2**31 - 1), got {got}: a round writes no "
+            "more tokens than the context window holds, and no model's window holds that many"
+        )
+    return value
+
+
+def _stop_string(value: str) -> str:
+    if not value:
+        raise ValueError(
+            'a stop string must not be empty ("" marks no place in the text, and the engine '
+            "refuses it); leave it out, or write `stop: []` for none"
+        )
+    return value
+
+
+MaxTokens = Annotated[int, Field(gt=0), AfterValidator(_max_tokens)]
+StopList = Annotated[list[Annotated[str, AfterValidator(_stop_string)]], BeforeValidator(_as_list)]
 
 
 class _Strict(BaseModel):
@@ -69,7 +94,7 @@ class _Strict(BaseModel):
 class GenerationSettings(_Strict):
     """Per-round generation settings: `defaults:` and, field by field, each section."""
 
-    max_tokens: PositiveInt = 256
+    max_tokens: MaxTokens = 256
     max_rounds: PositiveInt | None = None  # None: planned from the target (length.py)
     temperature: NonNegativeFloat = 0.7
     top_p: TopP = 1.0
@@ -188,7 +213,7 @@ class Section(_Strict):
     min_words: WordCount | None = None
     max_words: WordCount | None = None
     # generation overrides; None: inherit from `defaults:`
-    max_tokens: PositiveInt | None = None
+    max_tokens: MaxTokens | None = None
     max_rounds: PositiveInt | None = None
     temperature: NonNegativeFloat | None = None
     top_p: TopP | None = None

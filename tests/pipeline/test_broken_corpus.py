@@ -1,7 +1,8 @@
 """Every file in broken/ must fail to load with a located error that matches its header:
 `# expect: [FILE:]LINE[:COL] substring of the message`. The checks are those of
-`gen validate` (load_pipeline, then the model checks); `gen validate` and `gen run` on each
-file exit 2 with `FILE:LINE:COL` and never reach a model."""
+`gen validate` (load_pipeline, a trial render of every template, then the model checks);
+`gen validate` and `gen run` on each file exit 2 with `FILE:LINE:COL` and never reach a
+model."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from gen.errors import ConfigError
 from gen.models import store
 from gen.pipeline import load_pipeline
 from gen.pipeline.model_check import check_model
+from gen.pipeline.templates.trial import trial_render
 
 BROKEN = Path(__file__).parent / "broken"
 HEADER = re.compile(
@@ -57,7 +59,9 @@ def test_corpus_is_large_enough() -> None:
 def test_broken_pipeline_fails_located(path: Path) -> None:
     expected_file, line, col, text = expectation(path)
     with pytest.raises(ConfigError) as info:
-        check_model(load_pipeline(path))
+        pipeline = load_pipeline(path)
+        trial_render(pipeline)
+        check_model(pipeline)
     err = info.value
     assert err.file is not None
     assert Path(err.file).resolve() == expected_file.resolve()

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+import gen.backends
 from gen.cli import main
 from gen.errors import ConfigError, TemplateError
+from gen.models import store
 from gen.pipeline import load_pipeline, load_pipeline_text
 
 from .conftest import WritePipeline
@@ -278,3 +280,134 @@ def test_a_misspelt_required_key_is_one_error_with_its_hint(
         load_pipeline(path)
     assert info.value.message == "unknown top-level key 'section'; did you mean 'sections'?"
     assert (info.value.line, info.value.col, info.value.notes) == (2, 1, ())
+
+
+# -- what the run would refuse when it renders: gen validate says it first ---------------
+
+
+@pytest.fixture
+def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to load a model fails the test."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(gen.backends, "open_backend", refuse)
+    monkeypatch.setattr(store, "prepare", refuse)
+
+
+def validated(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["validate", str(path)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("no_model")
+@pytest.mark.parametrize(
+    ("yaml", "where", "message"),
+    [
+        (  # a macro calling itself
+            "sections:\n  - id: a\n    prompt: |\n"
+            "      {% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }} 茶 🍵\n",
+            "4:7",
+            "sections[0].prompt: blocked by the template sandbox: calls nested more than 60 "
+            "deep (a macro calling itself?)",
+        ),
+        (  # a loop over a billion numbers, in a section that reads another's text
+            "sections:\n  - {id: a, prompt: A}\n  - id: b\n    prompt: |\n"
+            "      {{ sections.a.text }}\n      {% for i in range(10**9) %}.{% endfor %}\n",
+            "6:7",
+            "sections[1].prompt: blocked by the template sandbox: range() of 1,000,000,000 "
+            "numbers; the limit is 100,000",
+        ),
+        (
+            "defaults: {max_tokens: 1000000000000}\nsections:\n  - {id: a, prompt: A}\n",
+            "1:24",
+            "defaults.max_tokens: must be at most 2,147,483,647 (2**31 - 1), got "
+            "1,000,000,000,000: a round writes no more tokens than the context window holds, "
+            "and no model's window holds that many",
+        ),
+        (
+            "defaults: {stop: ['。', '']}\nsections:\n  - {id: a, prompt: A}\n",
+            "1:24",
+            'defaults.stop[1]: a stop string must not be empty ("" marks no place in the '
+            "text, and the engine refuses it); leave it out, or write `stop: []` for none",
+        ),
+    ],
+)
+def test_validate_refuses_what_the_run_would(
+    write_pipeline: WritePipeline,
+    capsys: pytest.CaptureFixture[str],
+    yaml: str,
+    where: str,
+    message: str,
+) -> None:
+    path = write_pipeline(yaml)
+    code, err = validated(path, capsys)
+    assert code == 2
+    assert err.splitlines()[0] == f"{path}:{where}: {message}"
+    assert "Traceback" not in err
+
+
+@pytest.mark.usefixtures("no_model")
+def test_every_item_of_an_input_fan_out_is_rendered(
+    write_pipeline: WritePipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_pipeline(
+        """
+        inputs: {teas: [茶, ชาไทย, boom]}
+        sections:
+          - id: part
+            foreach: inputs.teas
+            prompt: "Write about {{ item }}.{% if item == 'boom' %}{{ 'x' * 10**9 }}{% endif %}"
+        """
+    )
+    code, err = validated(path, capsys)
+    assert code == 2
+    assert err.startswith(f"{path}:5:14: sections[0].prompt: blocked by the template sandbox: ")
+
+
+@pytest.mark.usefixtures("no_model")
+def test_a_render_error_from_the_inputs_alone_is_refused(
+    write_pipeline: WritePipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_pipeline(
+        """
+        inputs: {topic: 茶, n: many}
+        sections:
+          - {id: a, prompt: "Write about {{ topic.colour }}."}
+        """
+    )
+    code, err = validated(path, capsys)
+    assert code == 2
+    assert err.startswith(f"{path}:3:43: sections[0].prompt: undefined: 'str object' has no ")
+    path = write_pipeline(
+        """
+        inputs: {topic: 茶, n: many}
+        sections:
+          - {id: a, prompt: "Write about {{ topic }}.", target_words: "{{ n }}"}
+        """
+    )
+    code, err = validated(path, capsys)
+    assert code == 2
+    assert "sections.a.target_words: must render a number > 0, got 'many'" in err
+
+
+@pytest.mark.usefixtures("no_model")
+def test_what_only_the_model_text_decides_passes(
+    write_pipeline: WritePipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a placeholder has no `title` key and renders no number, as a model's JSON item would
+    path = write_pipeline(
+        """
+        inputs: {topic: 茶}
+        sections:
+          - {id: outline, prompt: "Plan {{ topic }}.", parse: list}
+          - id: part
+            foreach: sections.outline.items
+            prompt: "Write about {{ item['title'] }} ({{ topic }})."
+            target_words: "{{ item | int }}"
+          - {id: end, prompt: "{{ sections.outline.text.lines }}", context: [outline]}
+        """
+    )
+    code, err = validated(path, capsys)
+    assert (code, err) == (0, "")

@@ -14,6 +14,12 @@ from pathlib import Path
 KINDS = ("inputs tried", "crashes injected", "requests served", "failures")
 
 
+def examples(fast: int, soak: int) -> int:
+    """How many examples a fuzz test tries: `fast` in `make test`, `soak` under `make soak`
+    (GEN_SOAK set), where the cheap ones try many more so the soak passes 10,000 inputs."""
+    return soak if os.environ.get("GEN_SOAK") else fast
+
+
 def record(kind: str, count: int = 1) -> None:
     """Add `count` to `kind` in the report, when there is one (make soak); appends a line
     under a lock, so parallel tests add up."""

@@ -1,7 +1,9 @@
 """Crash safety with the bundled model: `gen run` and `gen batch` killed with SIGKILL at
 random points (a seeded choice of how many events to let through) always resume to a
 complete document whose finished sections are byte-identical to before; no half-written
-file is left, and a torn last line in events.jsonl (a kill mid-write) is no event.
+file is left, and a torn last line in events.jsonl (a kill mid-write) is no event. A batch
+record that had completed before the kill is left as it was (its manifest still says what
+its one run did); test_kill_points.py tries every kill point with a scripted backend.
 
 GEN_CRASH_SEEDS sets how many kill points each test tries (1 in `make test`; `make soak`
 tries 8)."""
@@ -86,6 +88,10 @@ def whole_files(out: Path) -> None:
             json.loads(path.read_text("utf-8"))
 
 
+def files_of(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+
 def tear_last_line(run_dir: Path) -> None:
     """What a kill in the middle of a write leaves: half a JSON line at the end."""
     with (run_dir / "events.jsonl").open("ab") as f:
@@ -158,8 +164,11 @@ def test_a_killed_batch_resumes_every_record(tmp_path: Path, seed: int) -> None:
     record("crashes injected")
     whole_files(out)
     batch = out / "crash" / "teas"
-    befores = {}
+    befores, whole = {}, {}
     for run_dir in (p for p in batch.iterdir() if (p / "manifest.json").is_file()):
+        if json.loads((run_dir / "manifest.json").read_text("utf-8"))["status"] == "completed":
+            whole[run_dir.name] = files_of(run_dir)  # it finished before the kill
+            continue
         befores[run_dir.name] = finished_sections(run_dir)
         tear_last_line(run_dir)
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, check=False)
@@ -167,6 +176,10 @@ def test_a_killed_batch_resumes_every_record(tmp_path: Path, seed: int) -> None:
     report = json.loads((batch / "batch.json").read_text("utf-8"))
     assert {r["key"] for r in report["records"]} == {"thai", "zh", "mint"}
     assert all(r["status"] == "completed" for r in report["records"]), report
+    reused = {r["key"] for r in report["records"] if r["reused"]}
+    assert reused == set(whole)
+    for key, files in whole.items():  # a finished record is not touched: its first run's files
+        assert files_of(batch / key) == files
     for key, before in befores.items():
         check_resumed(batch / key, before)
     no_temp_files(out)

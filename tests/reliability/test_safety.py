@@ -35,7 +35,6 @@ from tests.pipeline.fake_backend import FakeBackend, install
 from tests.reliability import hangs, soak
 
 LIMIT_S = 10.0  # a guard against a hang; the limits themselves act well within it
-SOAK = 5 if os.environ.get("GEN_SOAK") else 1  # make soak tries five times the templates
 PROMPT_LINE = 6  # where pipeline() puts the prompt
 
 
@@ -270,7 +269,7 @@ TEMPLATE_PIECES = st.sampled_from(
 
 
 @settings(
-    max_examples=200 * SOAK,
+    max_examples=soak.examples(200, 2000),
     deadline=None,
     database=None,
     phases=[Phase.explicit, Phase.generate, Phase.shrink],

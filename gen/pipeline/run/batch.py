@@ -26,6 +26,7 @@ from gen.pipeline.records import Record
 from gen.pipeline.run.events import Event
 from gen.pipeline.run.manifest import SectionRecord, failed, failed_reasons
 from gen.pipeline.run.runner import prepare_run
+from gen.pipeline.templates.trial import trial_render
 
 COLUMNS = (
     "key", "line", "status", "sections_failed", "failed_reasons", "words", "length_score",
@@ -103,15 +104,17 @@ class Batch:
     # -- checking, before a model loads ----------------------------------------------------
 
     def load(self, record: Record) -> Pipeline:
-        """The pipeline with this record's fields as its inputs (ConfigError naming the
-        record's line when a field is wrong)."""
+        """The pipeline with this record's fields as its inputs, its templates tried with
+        them (ConfigError naming the record's line when a field is wrong)."""
         if record.error is not None:
             raise ConfigError(f"{record.where(self.records_file)}: {record.error}")
         fields = dict(record.fields)
         if self.key_field is not None and self.key_field not in self._declared():
             fields.pop(self.key_field, None)
         try:
-            return load_pipeline(self.pipeline_file, {**self.overrides, **fields})
+            pipeline = load_pipeline(self.pipeline_file, {**self.overrides, **fields})
+            trial_render(pipeline)  # what its templates would refuse with these fields
+            return pipeline
         except ConfigError as exc:
             message = exc.message.replace("--set ", "", 1)
             raise ConfigError(f"{record.where(self.records_file)}: {message}") from None

@@ -20,6 +20,7 @@ from gen.pipeline.run.runner import context_window
 from gen.pipeline.run.section import RunContext, SectionRun
 from gen.pipeline.spec import Pipeline, Section
 from gen.pipeline.templates.render import render_lengths, render_title
+from gen.pipeline.templates.trial import placeholder, placeholder_item
 from gen.pipeline.templates.variables import SectionResult, foreach_items, prompt_variables
 
 
@@ -61,10 +62,6 @@ class PlannedPrompt:
         }
 
 
-def placeholder(section_id: str) -> str:
-    return f"[the text of section {section_id!r}, written by the model]"
-
-
 def plan_prompts(pipeline: Pipeline, backend: PlanBackend) -> list[PlannedPrompt]:
     """The first-round prompt of every section and fan-out instance, in file order."""
     window = context_window(pipeline, backend)
@@ -92,7 +89,7 @@ def plan_prompts(pipeline: Pipeline, backend: PlanBackend) -> list[PlannedPrompt
         if section.foreach:
             results[section.id] = SectionResult.fan_in(section.id, parts)
         else:
-            items = [f"[an item of {section.id!r}, written by the model]"] if section.parse else []
+            items = [placeholder_item(section.id)] if section.parse else []
             results[section.id] = SectionResult(
                 section.id, placeholder(section.id), items, parts[0].title
             )

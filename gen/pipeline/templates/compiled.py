@@ -14,7 +14,7 @@ from jinja2 import Template, TemplateNotFound, TemplateSyntaxError, UndefinedErr
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 
-from gen.errors import TemplateError
+from gen.errors import SandboxError, TemplateError
 from gen.pipeline.snippet import located_error
 from gen.pipeline.templates.check import Finding, Scope, analyze
 from gen.pipeline.templates.env import ConfinedLoader, display_name
@@ -195,6 +195,9 @@ class TemplateSet:
                 break
         quoted = _QUOTED.findall(str(exc))
         needle = quoted[0] if quoted else None
+        kind: type[TemplateError] = TemplateError
+        if isinstance(exc, SecurityError | RecursionError):  # whatever values it is given
+            kind = SandboxError
         if isinstance(exc, SecurityError):
             message = f"blocked by the template sandbox: {exc}"
             needle = next((q for q in quoted if q.startswith("_")), needle)
@@ -213,13 +216,22 @@ class TemplateSet:
             message = "failed to render: too deep (includes of each other, or a nested value)"
         else:
             message = f"failed to render: {type(exc).__name__}: {exc}"
-        return self._locate(origin, Finding(message, lineno, needle))
+        return self._locate(origin, Finding(message, lineno, needle), kind)
 
-    def _at(self, line: int, col: int, message: str, width: int = 1) -> TemplateError:
+    def _at(
+        self,
+        line: int,
+        col: int,
+        message: str,
+        width: int = 1,
+        kind: type[TemplateError] = TemplateError,
+    ) -> TemplateError:
         smap = self.smap
-        return located_error(message, smap.file, smap.lines, line, col, width, TemplateError)
+        return located_error(message, smap.file, smap.lines, line, col, width, kind)
 
-    def _locate(self, origin: _Origin, finding: Finding) -> TemplateError:
+    def _locate(
+        self, origin: _Origin, finding: Finding, kind: type[TemplateError] = TemplateError
+    ) -> TemplateError:
         message = f"{origin.label}: {finding.message}"
         tlines = origin.text.splitlines()
         tline = tlines[finding.lineno - 1] if 0 < finding.lineno <= len(tlines) else ""
@@ -228,7 +240,7 @@ class TemplateSet:
         if origin.path is None:
             file = display_name(origin.filename or "<template>")
             line, col = min(finding.lineno, max(len(tlines), 1)), tcol + 1
-            return located_error(message, file, tlines, line, col, width, TemplateError)
+            return located_error(message, file, tlines, line, col, width, kind)
         span = self.smap.value_span(origin.path)
         lines = self.smap.lines
         if span.style == "|":  # literal block: template line n is file line header + n
@@ -249,5 +261,5 @@ class TemplateSet:
                 found = lines[line - 1].find(needle, start)
                 if found >= 0:
                     col = found + shift + 1
-                    return self._at(line, col, message, width)
-        return self._at(span.line, span.col, message, span.width)
+                    return self._at(line, col, message, width, kind)
+        return self._at(span.line, span.col, message, span.width, kind)

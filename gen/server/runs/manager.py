@@ -22,6 +22,7 @@ from gen.pipeline.run.orchestrator import preflight
 from gen.pipeline.run.rundir import RunDir
 from gen.pipeline.run.runner import PreparedRun, prepare_run
 from gen.pipeline.run.section import RunContext
+from gen.pipeline.templates.trial import trial_render
 from gen.server.config import RunLimits
 from gen.server.errors import APIError, busy
 from gen.server.runs.store import (
@@ -107,6 +108,7 @@ class RunManager:
             name=request.pipeline if request.named else None,
             overrides=request.inputs,
         )
+        trial_render(pipeline)  # what its templates would refuse once the run renders them
         if pipeline.model.startswith("openai:"):
             raise ConfigError(
                 f"{request.file}: model: {pipeline.model}: a run here uses this server's own "

@@ -137,3 +137,31 @@ def test_the_ledger_says_how_many_sections_of_each_record_failed_and_why(
         (True, 0, {}),
         (True, 1, {"loops": 1}),
     ]
+
+
+def test_a_record_whose_fields_break_a_template_fails_alone_before_generation(
+    tmp_path: Path,
+) -> None:
+    pipeline = tmp_path / "dots.yaml"
+    pipeline.write_text(
+        "inputs: {topic: tea, dots: 3}\nsections:\n"
+        '  - {id: body, prompt: "[{{ topic }}] {% for i in range(dots) %}.{% endfor %}"}\n',
+        encoding="utf-8",
+    )
+    path = tmp_path / "records.csv"
+    path.write_text("id,topic,dots\nt1,茶,3\nt2,ไทย,1000000000\n", encoding="utf-8")
+    backend = FakeBackend()
+    batch = Batch(
+        pipeline, read_records(path, "id"), str(path), tmp_path / "out", backend=backend,
+        model="fake-model", key_field="id",
+    )  # fmt: skip
+    problems = batch.check()  # as `gen batch` does before it loads a model
+    assert list(problems) == ["t2"]
+    assert problems["t2"] == (
+        f"{path}:3: sections[0].prompt: blocked by the template sandbox: range() of "
+        "1,000,000,000 numbers; the limit is 100,000"
+    )
+    assert [r.key for r in batch.remaining()] == ["t1"]
+    results = asyncio.run(batch.run())
+    assert [(r.key, r.status) for r in results] == [("t1", "completed"), ("t2", "failed")]
+    assert backend.call_keys() == ["茶"]

@@ -300,3 +300,21 @@ def test_a_prompt_that_leaves_no_room_for_the_reserve_is_a_422_not_a_failed_run(
     assert r.status_code == 422, r.text
     assert "window minus reserve" in r.json()["error"]["message"] and not queued
     assert not list((tmp_path / "out").glob("*/*"))  # no run directory was made
+
+
+def test_a_template_past_the_sandbox_limits_is_a_422_that_names_the_place(
+    tmp_path: Path,
+) -> None:
+    """The check at POST renders the templates as `gen validate` does: a loop over a
+    billion numbers is refused there, not when the run reaches it."""
+    pipeline = TINY.replace("About {{ topic }}.", "{% for i in range(10**9) %}茶{% endfor %}")
+
+    async def call(client: httpx.AsyncClient, runs: RunManager) -> Any:
+        return await client.post("/v1/runs", json={"pipeline": pipeline}), runs.runs
+
+    r, queued = serve(tmp_path, call)
+    assert r.status_code == 422, r.text
+    message = r.json()["error"]["message"]
+    assert message.startswith("request.pipeline:6:")
+    assert "blocked by the template sandbox: range() of 1,000,000,000 numbers" in message
+    assert not queued and not list((tmp_path / "out").glob("*/*"))

@@ -218,7 +218,7 @@ def test_none_answers_in_text_and_auto_in_either(client: openai.OpenAI) -> None:
 def test_bad_tools_are_refused(client: openai.OpenAI, tools: Any, choice: Any, param: str) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
-            model=MODEL, messages=ASK, tools=tools or openai.NOT_GIVEN, tool_choice=choice,
+            model=MODEL, messages=ASK, tools=tools or openai.omit, tool_choice=choice,
             max_tokens=4,
         )  # fmt: skip
     body: Any = refused.value.body

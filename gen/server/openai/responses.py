@@ -48,9 +48,19 @@ class ToolCallOut(BaseModel):
 
 
 class AssistantMessage(BaseModel):
+    """content null where the model called tools; tool_calls left out where it did not
+    (as OpenAI answers)."""
+
     role: Literal["assistant"] = "assistant"
     content: str | None
-    tool_calls: list[ToolCallOut] = Field(default_factory=list)
+    tool_calls: list[ToolCallOut] | None = None
+
+    @model_serializer(mode="wrap")
+    def _calls_if_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if not out.get("tool_calls"):
+            out.pop("tool_calls", None)
+        return out
 
 
 class ChatChoice(BaseModel):

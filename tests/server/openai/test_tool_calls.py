@@ -166,8 +166,8 @@ def test_chinese_arguments_round_trip(client: openai.OpenAI) -> None:
     }
     for stream in (False, True):
         r: Any = client.chat.completions.create(
-            model=MODEL, messages=ASK, tools=[echo], tool_choice="required", max_tokens=40,
-            parallel_tool_calls=False, stream=stream,
+            model=MODEL, messages=ASK, tools=[echo], tool_choice="required", max_tokens=100,
+            parallel_tool_calls=False, stream=stream, temperature=0,
         )  # fmt: skip
         if stream:
             arguments = "".join(
@@ -175,6 +175,7 @@ def test_chinese_arguments_round_trip(client: openai.OpenAI) -> None:
                 for c in r if c.choices for p in c.choices[0].delta.tool_calls or []
             )  # fmt: skip
         else:
+            assert r.choices[0].finish_reason == "tool_calls", r.choices[0].message.content
             arguments = r.choices[0].message.tool_calls[0].function.arguments
         assert json.loads(arguments) == {"text": "你好，世界 🌏"}
 

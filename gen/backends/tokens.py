@@ -24,12 +24,14 @@ class ChatTokens:
         messages: list[Message],
         continue_final: bool = False,
         add_generation_prompt: bool = True,
+        tools: list[dict[str, Any]] | None = None,
     ) -> list[int]:
         return encode_chat(
             self.tokenizer,
             messages,
             add_generation_prompt=add_generation_prompt,
             continue_final_message=continue_final,
+            tools=tools,
         )
 
     def encode_text(self, text: str) -> list[int]:

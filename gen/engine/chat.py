@@ -35,21 +35,83 @@ def with_tool_calls(messages: Sequence[Mapping[str, Any]], template: Any) -> lis
     return turns
 
 
+TOOLS_PROMPT = (
+    "You can call these tools. To call tools, answer with only a JSON list of calls, "
+    '[{{"name": <tool name>, "arguments": {{<arguments>}}}}], and nothing else; '
+    "otherwise answer in text.\nTools:\n{tools}"
+)
+
+
+def _reads(template: Any, word: str) -> bool:
+    return isinstance(template, str) and word in template
+
+
+def with_tools(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The turns for a template that never reads `tools`: the tools written into the
+    system turn (one added first where there is none), one JSON line each (name,
+    description, parameters), after how to call them."""
+    lines = [json.dumps(t.get("function", t), ensure_ascii=False) for t in tools]
+    block = TOOLS_PROMPT.format(tools="\n".join(lines))
+    turns = [dict(m) for m in messages]
+    if turns and turns[0].get("role") == "system":
+        turns[0]["content"] = f"{turns[0].get('content') or ''}\n\n{block}".lstrip()
+    else:
+        turns.insert(0, {"role": "system", "content": block})
+    return turns
+
+
+def with_tool_results(messages: Sequence[Mapping[str, Any]], template: Any) -> list[dict[str, Any]]:
+    """The turns for `template`: tool turns as they are where the template renders the
+    role "tool"; else each as a user turn "Result of <name> (<id>): <content>", results
+    in a row joined into one turn (templates that want user and assistant to alternate)."""
+    if _reads(template, "'tool'") or _reads(template, '"tool"'):
+        return [dict(m) for m in messages]
+    names: dict[str, str] = {}
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        for call in m.get("tool_calls") or []:
+            names[call.get("id", "")] = call.get("function", call).get("name", "")
+        if m.get("role") != "tool":
+            turns.append(dict(m))
+            continue
+        call_id = m.get("tool_call_id", "")
+        line = f"Result of {names.get(call_id, 'a tool')} ({call_id}): {m.get('content') or ''}"
+        if turns and turns[-1].get("tool_results"):
+            turns[-1]["content"] += "\n" + line
+        else:
+            turns.append({"role": "user", "content": line, "tool_results": True})
+    for turn in turns:
+        turn.pop("tool_results", None)
+    return turns
+
+
 def encode_chat(
     tokenizer: ChatTokenizer,
     messages: Sequence[Mapping[str, Any]],
     add_generation_prompt: bool = True,
     continue_final_message: bool = False,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[int]:
     """Render and tokenize `messages`; with continue_final_message the last assistant
-    message is left open so generation continues it (the `prefix` strategy). Tool calls:
-    see with_tool_calls."""
+    message is left open so generation continues it (the `prefix` strategy). `tools` go
+    to a template that reads them (transformers' `tools`), else into the system turn
+    (with_tools). Tool calls and results: see with_tool_calls, with_tool_results."""
+    template = getattr(tokenizer, "chat_template", None)
+    turns = with_tool_results(with_tool_calls(messages, template), template)
+    kwargs: dict[str, Any] = {}
+    if tools and _reads(template, "tools"):
+        kwargs["tools"] = list(tools)
+    elif tools:
+        turns = with_tools(turns, tools)
     ids = tokenizer.apply_chat_template(
-        with_tool_calls(messages, getattr(tokenizer, "chat_template", None)),
+        turns,
         add_generation_prompt=add_generation_prompt and not continue_final_message,
         continue_final_message=continue_final_message,
         tokenize=True,
         return_dict=False,
+        **kwargs,
     )
     if isinstance(ids, dict) or hasattr(ids, "input_ids"):
         ids = ids["input_ids"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from gen.backends.base import Delta, Message
 from gen.engine.engine import EngineStats
@@ -64,6 +65,7 @@ class FakeServed:
         messages: list[Message],
         continue_final: bool = False,
         add_generation_prompt: bool = True,
+        tools: list[dict[str, Any]] | None = None,
     ) -> list[int]:
         text = "".join(f"{m['role']}: {m['content']}\n" for m in messages)
         return list(text.encode("utf-8"))

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from gen.backends.base import Delta, Message
 from gen.backends.collect import Collected
-from gen.sampling import TokenLogprob
+from gen.sampling import InvalidParam, TokenLogprob
 from gen.server.errors import APIError
 from gen.server.openai.generation import Place
 from gen.server.openai.logprobs import TokenBytes, chat_logprobs
@@ -26,22 +26,36 @@ from gen.server.openai.responses import (
     ChatCompletionChunk,
     ChoiceLogprobs,
     ChunkDelta,
+    FunctionDelta,
+    ToolCallDelta,
+    ToolCallOut,
     Usage,
     usage,
 )
 from gen.server.openai.streaming import respond
+from gen.server.openai.tools import read_calls
 from gen.server.request import admitted, parse_body, server_state
 
 
 class ChatChunks:
+    """A chat answer's chunks. Where tools are offered (`calling`) the text is held until
+    its first character says what it is: a call list ("[") is held to its end and goes out
+    as tool_calls deltas (per call: its id, type and name, then its arguments), finish
+    reason "tool_calls"; anything else streams as text."""
+
     body = ChatCompletion
 
-    def __init__(self, model: str, token_bytes: TokenBytes, logprobs: bool) -> None:
+    def __init__(
+        self, model: str, token_bytes: TokenBytes, logprobs: bool, calling: bool = False
+    ) -> None:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.model = model
         self.token_bytes = token_bytes
         self.logprobs = logprobs
+        self.calling = calling
+        self.held: list[Delta] = []
+        self.text_started = not calling
 
     def _chunk(self, choices: list[ChatChunkChoice], used: Usage | None = None) -> BaseModel:
         return ChatCompletionChunk(
@@ -51,39 +65,86 @@ class ChatChunks:
     def _logprobs(self, logprobs: list[TokenLogprob]) -> ChoiceLogprobs | None:
         return chat_logprobs(logprobs, self.token_bytes) if self.logprobs else None
 
+    def _text(self, text: str, logprobs: list[TokenLogprob]) -> BaseModel:
+        choice = ChatChunkChoice(delta=ChunkDelta(content=text), logprobs=self._logprobs(logprobs))
+        return self._chunk([choice])
+
+    def _held(self) -> tuple[str, list[TokenLogprob]]:
+        text = "".join(d.text for d in self.held)
+        return text, [lp for d in self.held for lp in d.logprobs]
+
     def opening(self) -> list[BaseModel]:
         role = ChatChunkChoice(delta=ChunkDelta(role="assistant", content=""))
         return [self._chunk([role])]
 
-    def piece(self, delta: Delta) -> BaseModel:
-        choice = ChatChunkChoice(
-            delta=ChunkDelta(content=delta.text), logprobs=self._logprobs(delta.logprobs)
-        )
-        return self._chunk([choice])
+    def piece(self, delta: Delta) -> list[BaseModel]:
+        if self.text_started:
+            return [self._text(delta.text, delta.logprobs)]
+        self.held.append(delta)
+        text, logprobs = self._held()
+        if not text or text.startswith("["):
+            return []  # a call list, held to its end
+        self.text_started = True
+        self.held = []
+        return [self._text(text, logprobs)]
 
-    def finish(self, delta: Delta) -> BaseModel:
+    def _calls(self, calls: list[ToolCallOut], logprobs: list[TokenLogprob]) -> list[BaseModel]:
+        out = []
+        for i, call in enumerate(calls):
+            named = FunctionDelta(name=call.function.name, arguments="")
+            head = ToolCallDelta(index=i, id=call.id, type="function", function=named)
+            arguments = ToolCallDelta(
+                index=i, function=FunctionDelta(arguments=call.function.arguments)
+            )
+            out.append(self._chunk([ChatChunkChoice(delta=ChunkDelta(tool_calls=[head]))]))
+            last = i == len(calls) - 1
+            choice = ChatChunkChoice(
+                delta=ChunkDelta(tool_calls=[arguments]),
+                logprobs=self._logprobs(logprobs) if last else None,
+            )
+            out.append(self._chunk([choice]))
+        return out
+
+    def finish(self, delta: Delta) -> list[BaseModel]:
+        out: list[BaseModel] = []
+        finish_reason = delta.finish_reason
+        if not self.text_started:
+            text, logprobs = self._held()
+            calls = read_calls(text)
+            if calls:
+                out = self._calls(calls, logprobs)
+                finish_reason = "tool_calls"
+            elif text:  # a call list cut short (max_tokens): the text it got to
+                out = [self._text(text, logprobs)]
         choice = ChatChunkChoice(
             delta=ChunkDelta(),
-            finish_reason=delta.finish_reason,  # type: ignore[arg-type]
+            finish_reason=finish_reason,  # type: ignore[arg-type]
             stop_reason=delta.stop_reason,
         )
-        return self._chunk([choice])
+        return [*out, self._chunk([choice])]
 
     def usage(self, delta: Delta) -> BaseModel:
         return self._chunk([], usage(delta))
 
     def choice(self, done: Collected) -> BaseModel:
+        calls = read_calls(done.text) if self.calling else None
+        message = (
+            AssistantMessage(content=None, tool_calls=calls)
+            if calls
+            else AssistantMessage(content=done.text)
+        )
         return ChatChoice(
-            message=AssistantMessage(content=done.text),
+            message=message,
             logprobs=self._logprobs(done.logprobs),
-            finish_reason=done.finish_reason,  # type: ignore[arg-type]
+            finish_reason="tool_calls" if calls else done.finish_reason,  # type: ignore[arg-type]
             stop_reason=done.stop_reason,
         )
 
 
 def _messages(req: ChatCompletionRequest) -> list[Message]:
     """The turns as the chat template takes them (a developer message is a system one; an
-    assistant turn's tool calls go with it, gen.engine.chat renders them)."""
+    assistant turn's tool calls and a tool turn's call id go with them, gen.engine.chat
+    renders them)."""
     turns: list[Message] = []
     for m in req.messages:
         turn: Message = {"role": "system" if m.role == "developer" else m.role}
@@ -91,6 +152,8 @@ def _messages(req: ChatCompletionRequest) -> list[Message]:
         if m.tool_calls:
             turn["content"] = None if m.content is None else m.text()
             turn["tool_calls"] = [call.as_template_takes() for call in m.tool_calls]
+        if m.tool_call_id is not None:
+            turn["tool_call_id"] = m.tool_call_id
         turns.append(turn)
     return turns
 
@@ -101,7 +164,7 @@ async def chat_completions(request: Request, place: Place) -> Response:
     backend = state.backend
     req = await parse_body(request, ChatCompletionRequest)
     state.check_request(req)
-    req.check_tools()
+    tools = req.template_tools()
     if req.top_logprobs is not None and not req.logprobs:
         raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     if req.continue_final_message:
@@ -123,6 +186,7 @@ async def chat_completions(request: Request, place: Place) -> Response:
             _messages(req),
             continue_final=req.continue_final_message,
             add_generation_prompt=req.wants_generation_prompt(),
+            tools=tools,
         )
     except Exception as exc:  # the model's chat template refused the conversation
         raise APIError(
@@ -130,8 +194,13 @@ async def chat_completions(request: Request, place: Place) -> Response:
         ) from None
     state.check_prompt(ids, "messages")
     params = req.sampling_params(backend.context_window - len(ids), req.engine_logprobs())
-    gen = await state.start(ids, params, req, place)
-    chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs)
+    try:
+        gen = await state.start(ids, params, req, place)
+    except InvalidParam as exc:  # a tool's parameters that are no schema gen can hold to
+        if not tools:
+            raise
+        raise InvalidParam("tools", f"tools: {exc}") from None
+    chunks = ChatChunks(backend.model, backend.token_bytes, req.logprobs, calling=bool(tools))
     return await respond(
         request, [gen], [chunks], stream=req.stream, include_usage=req.include_usage
     )

@@ -75,14 +75,14 @@ class TextChunks:
         )
         return [self._chunk([choice])]
 
-    def piece(self, delta: Delta) -> BaseModel:
+    def piece(self, delta: Delta) -> list[BaseModel]:
         placed = self.offsets.take(delta.text, delta.logprobs)
         choice = CompletionChoice(
             index=self.index, text=delta.text, logprobs=self._logprobs(placed)
         )
-        return self._chunk([choice])
+        return [self._chunk([choice])]
 
-    def finish(self, delta: Delta) -> BaseModel:
+    def finish(self, delta: Delta) -> list[BaseModel]:
         rest = self.offsets.rest()  # the tokens of a stop string cut from the text
         choice = CompletionChoice(
             index=self.index,
@@ -91,7 +91,7 @@ class TextChunks:
             finish_reason=delta.finish_reason,  # type: ignore[arg-type]
             stop_reason=delta.stop_reason,
         )
-        return self._chunk([choice])
+        return [self._chunk([choice])]
 
     def usage(self, delta: Delta) -> BaseModel:
         return self._chunk([], delta)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gen.backends.base import Delta, Message, Stream
 from gen.engine.detokenizer import REPLACEMENT
@@ -35,6 +35,7 @@ class ServedModel(Protocol):
         messages: list[Message],
         continue_final: bool = False,
         add_generation_prompt: bool = True,
+        tools: list[dict[str, Any]] | None = None,
     ) -> list[int]: ...
 
     def encode_text(self, text: str) -> list[int]: ...

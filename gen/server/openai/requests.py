@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gen.sampling import Constraint, InvalidParam, SamplingParams, build_sampling_params
+from gen.server.openai.tools import Tool, ToolChoice, offered, template_tools, tool_constraint
 
 MAX_TOP_LOGPROBS = 20  # OpenAI's for chat, vLLM's for text completions too
 SEED_LIMIT = 2**63  # any int64, as vLLM takes; torch.Generator wraps negatives mod 2**64
@@ -62,10 +63,11 @@ class ToolCall(_Request):
 
 
 class ChatMessage(_Request):
-    role: Literal["system", "developer", "user", "assistant"]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[TextPart] | None = None
     name: str | None = None
     tool_calls: list[ToolCall] | None = None  # an assistant turn that called tools
+    tool_call_id: str | None = None  # a tool turn: the result of this call
 
     @model_validator(mode="after")
     def _has_content(self) -> ChatMessage:
@@ -73,6 +75,8 @@ class ChatMessage(_Request):
             raise ValueError("content is required (null only in an assistant turn with tool_calls)")
         if self.tool_calls and self.role != "assistant":
             raise ValueError("tool_calls belong to an assistant turn")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool turn needs the tool_call_id it answers")
         return self
 
     def text(self) -> str:
@@ -241,10 +245,11 @@ class _Sampling(_Request):
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
-    # OpenAI's tool calling: refused for now (check_tools), never silently answered as text
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = Field(
+        default=None, description='default "auto" with tools, else "none"'
+    )
+    parallel_tool_calls: bool = True
     max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
     logprobs: bool = False
     top_logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] | None = None
@@ -265,17 +270,30 @@ class ChatCompletionRequest(_Sampling):
     def engine_logprobs(self) -> int | None:
         return (self.top_logprobs or 0) if self.logprobs else None
 
-    def check_tools(self) -> None:
-        """Tools the model may call (any tool_choice but "none") are not supported yet: a
-        400, rather than a plain-text answer to a request that asked for a call."""
-        if self.tool_choice == "none":
-            return
-        if self.tools or self.tool_choice is not None:
-            param = "tools" if self.tools else "tool_choice"
-            raise InvalidParam(
-                param, f"{param}: tool calls are not supported yet by gen serve (tool_choice "
-                "\"none\" is accepted and answers in text)",
-            )  # fmt: skip
+    def offered_tools(self) -> list[Tool]:
+        """The tools the model may call (see gen.server.openai.tools.offered); none unless
+        `tools` has some or tool_choice asks for a call."""
+        if not self.tools and self.tool_choice in (None, "none"):
+            return []
+        return offered(self.tools or [], self.tool_choice)
+
+    def template_tools(self) -> list[dict[str, Any]] | None:
+        return template_tools(self.offered_tools()) or None
+
+    def constraint_field(self) -> str:
+        return "tools" if self.offered_tools() else super().constraint_field()
+
+    def constraint(self) -> Constraint | None:
+        """The tool-call grammar when tools are offered (no other constraint with it),
+        else response_format or structured_outputs."""
+        tools = self.offered_tools()
+        other = super().constraint()
+        if not tools:
+            return other
+        if other is not None:
+            raise InvalidParam("tools", "tools cannot be combined with another constraint")
+        required = self.tool_choice not in (None, "auto")
+        return tool_constraint(tools, required, self.parallel_tool_calls)
 
 
 class CompletionRequest(_Sampling):

@@ -18,7 +18,7 @@ class Usage(BaseModel):
     prompt_tokens_details: PromptTokensDetails = Field(default_factory=PromptTokensDetails)
 
 
-FinishReason = Literal["stop", "length", "abort"]
+FinishReason = Literal["stop", "length", "abort", "tool_calls"]
 StopReason = int | str | None
 
 
@@ -36,9 +36,31 @@ class ChoiceLogprobs(BaseModel):
     content: list[TokenLogprobContent] | None = None
 
 
+class CallFunction(BaseModel):
+    name: str
+    arguments: str  # JSON text, as OpenAI sends it
+
+
+class ToolCallOut(BaseModel):
+    id: str
+    type: Literal["function"] = "function"
+    function: CallFunction
+
+
 class AssistantMessage(BaseModel):
+    """content null where the model called tools; tool_calls left out where it did not
+    (as OpenAI answers)."""
+
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
+    tool_calls: list[ToolCallOut] | None = None
+
+    @model_serializer(mode="wrap")
+    def _calls_if_any(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if not out.get("tool_calls"):
+            out.pop("tool_calls", None)
+        return out
 
 
 class ChatChoice(BaseModel):
@@ -66,13 +88,30 @@ class ChatCompletion(_Answer):
     usage: Usage
 
 
-class ChunkDelta(BaseModel):
-    role: Literal["assistant"] | None = None
-    content: str | None = None
+class _Sparse(BaseModel):
+    """A delta's part: only the fields it has (OpenAI's chunks leave the others out)."""
 
     @model_serializer(mode="wrap")
     def _without_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class FunctionDelta(_Sparse):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(_Sparse):
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: FunctionDelta
+
+
+class ChunkDelta(_Sparse):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
 
 
 class ChatChunkChoice(BaseModel):

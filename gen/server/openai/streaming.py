@@ -27,8 +27,8 @@ from gen.server.openai.responses import dump, usage
 
 
 class Chunks(Protocol):
-    """How one endpoint words its answer: streamed as chunks (opening, a piece per delta,
-    finish, usage), or whole as one `body` with its one `choice`."""
+    """How one endpoint words its answer: streamed as chunks (opening, those of each delta,
+    those of the finish, usage), or whole as one `body` with its one `choice`."""
 
     id: str
     created: int
@@ -39,9 +39,9 @@ class Chunks(Protocol):
 
     def opening(self) -> list[BaseModel]: ...
 
-    def piece(self, delta: Delta) -> BaseModel: ...
+    def piece(self, delta: Delta) -> list[BaseModel]: ...
 
-    def finish(self, delta: Delta) -> BaseModel: ...
+    def finish(self, delta: Delta) -> list[BaseModel]: ...
 
     def usage(self, delta: Delta) -> BaseModel: ...
 
@@ -126,9 +126,11 @@ async def _events(
         ends: list[Delta] = []
         async for i, d in merged([g.deltas() for g in gens]):
             if d.text or d.logprobs:
-                yield _event(chunks[i].piece(d))
+                for chunk in chunks[i].piece(d):
+                    yield _event(chunk)
             if d.finish_reason is not None:
-                yield _event(chunks[i].finish(d))
+                for chunk in chunks[i].finish(d):
+                    yield _event(chunk)
                 ends.append(d)
         if include_usage:
             yield _event(chunks[0].usage(summed(ends)))

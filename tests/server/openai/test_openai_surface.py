@@ -1,7 +1,7 @@
 """The rest of OpenAI's surface, as the official `openai` client and the peers' own test
 suites (vLLM's, llama.cpp's) use it, against a real `gen serve` on loopback: a model by its
-id, up to 20 top logprobs, any int64 seed, a history with tool calls, tools refused until
-gen serve calls them, JSON bodies only, and a request that names no model."""
+id, up to 20 top logprobs, any int64 seed, a history with tool calls, JSON bodies only, and
+a request that names no model (tool calls: test_tool_calls.py)."""
 
 from __future__ import annotations
 
@@ -94,31 +94,6 @@ def test_a_history_with_tool_calls_is_accepted(client: openai.OpenAI) -> None:
     bare = client.chat.completions.create(model=MODEL, messages=without, max_tokens=1)
     assert r.usage is not None and bare.usage is not None
     assert r.usage.prompt_tokens > bare.usage.prompt_tokens + 5  # the call is in the prompt
-
-
-def test_tools_are_refused_until_gen_serve_calls_them(client: openai.OpenAI) -> None:
-    tool = {
-        "type": "function",
-        "function": {"name": "weather", "parameters": {"type": "object", "properties": {}}},
-    }
-    for choice in ("required", "auto"):
-        with pytest.raises(openai.BadRequestError) as refused:
-            client.chat.completions.create(
-                model=MODEL,
-                messages=SPRING,
-                tools=[tool],
-                tool_choice=choice,  # type: ignore[arg-type]
-            )
-        assert "tool calls are not supported yet" in refused.value.message
-        assert refused.value.body["param"] == "tools"  # type: ignore[index]
-    r = client.chat.completions.create(
-        model=MODEL,
-        messages=SPRING,
-        tools=[tool],
-        tool_choice="none",
-        max_tokens=4,  # type: ignore[list-item]
-    )
-    assert r.choices[0].message.content
 
 
 @pytest.mark.parametrize("path", ["/chat/completions", "/completions", "/runs"])

@@ -127,10 +127,11 @@ def test_the_list_grammar_counts_items() -> None:
 @pytest.fixture(scope="module")
 def matcher_for(real_model: Any) -> Any:
     import llguidance
-    import llguidance.hf
+
+    from gen.engine.grammar import ll_tokenizer
 
     tokenizer = real_model.tokenizer
-    ll = llguidance.hf.from_tokenizer(tokenizer)
+    ll = ll_tokenizer(tokenizer, real_model.config.vocab_size)
 
     def follows(grammar: str, text: str) -> tuple[bool, bool]:
         """(the text is a valid start, the list is complete) under the grammar."""

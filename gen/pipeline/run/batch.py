@@ -154,6 +154,11 @@ class Batch:
     # -- running ----------------------------------------------------------------------------
 
     async def run(self) -> list[RecordResult]:
+        # a batch killed while it wrote its ledger leaves the write's temp file beside it (the
+        # records' own folders clear theirs when they resume)
+        if self.folder.is_dir():
+            for stale in self.folder.glob(".*.tmp"):
+                stale.unlink(missing_ok=True)
         places = asyncio.Semaphore(self.concurrency)
 
         async def one(record: Record) -> None:

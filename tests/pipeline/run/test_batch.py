@@ -165,3 +165,13 @@ def test_a_record_whose_fields_break_a_template_fails_alone_before_generation(
     results = asyncio.run(batch.run())
     assert [(r.key, r.status) for r in results] == [("t1", "completed"), ("t2", "failed")]
     assert backend.call_keys() == ["茶"]
+
+
+def test_a_ledger_write_cut_short_leaves_no_temp_file_after_the_resume(tmp_path: Path) -> None:
+    first = make_batch(tmp_path, FakeBackend())
+    asyncio.run(first.run())
+    torn = first.folder / ".batch.csv.x1y2z3.tmp"  # as a kill inside atomic_write leaves it
+    torn.write_text("key,line,sta", encoding="utf-8")
+    asyncio.run(make_batch(tmp_path, FakeBackend()).run())
+    assert not torn.exists()
+    assert list(first.folder.glob(".*.tmp")) == []

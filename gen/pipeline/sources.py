@@ -28,22 +28,27 @@ class Library:
     files: dict[str, list[str]] = field(default_factory=dict)  # section id -> document paths
     _passages: dict[str, list[Passage]] = field(default_factory=dict)  # path -> its passages
 
-    def passages_for(self, section_id: str) -> list[Passage]:
-        """The passages of the files the section's list names, in the list's order."""
+    def _split(self) -> dict[str, list[Passage]]:
+        """Every document's passages by its path, split once."""
         if not self._passages:
             for document in self.documents:
                 self._passages[document.path] = passages([document])
-        return [p for path in self.files.get(section_id, []) for p in self._passages[path]]
+        return self._passages
+
+    def passages_for(self, section_id: str) -> list[Passage]:
+        """The passages of the files the section's list names, in the list's order."""
+        split = self._split()
+        return [p for path in self.files.get(section_id, []) for p in split[path]]
 
     def to_json(self) -> list[dict[str, object]]:
         """The manifest's `sources`: each file's path, kind, hash and passage count."""
-        self.passages_for("")  # (split them all)
+        split = self._split()
         return [
             {
                 "path": d.path,
                 "kind": d.kind,
                 "sha256": d.sha256,
-                "passages": len(self._passages[d.path]),
+                "passages": len(split[d.path]),
             }
             for d in self.documents
         ]

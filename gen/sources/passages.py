@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gen.sources.document import Block, Document, Location
 from gen.sources.limits import PASSAGE_WORDS
+from gen.text.claims import strip_span
 from gen.text.words import count_words, prefix_with_words
 
 RECORD_KINDS = frozenset({"csv", "jsonl"})  # a block is a record: neighbours joined by a line end
@@ -90,7 +91,7 @@ def _unit_at(block: Block, offset: int) -> int:
 def _cut(text: str, span: Span, words: int, level: int) -> list[Span]:
     """span, trimmed, as pieces of at most `words` words, cut at the coarsest boundary that
     serves: paragraphs, sentences, lines, words (level 0 to 3)."""
-    start, end = _trim(text, span)
+    start, end = strip_span(text, span)
     if start >= end:
         return []
     if count_words(text[start:end]) <= words:
@@ -120,17 +121,8 @@ def _between_words(text: str, span: Span, words: int) -> list[Span]:
     start, end = span
     while start < end:
         cut = start + len(prefix_with_words(text[start:end], words))  # > start: words >= 1
-        piece = _trim(text, (start, cut))
+        piece = strip_span(text, (start, cut))
         if piece[0] < piece[1]:
             pieces.append(piece)
         start = cut
     return pieces
-
-
-def _trim(text: str, span: Span) -> Span:
-    start, end = span
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end

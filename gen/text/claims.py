@@ -109,7 +109,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             spans.append((start, match.end()))
             start = match.end()
         spans.append((start, end))
-    stripped = [_strip(text, span) for span in spans]
+    stripped = [strip_span(text, span) for span in spans]
     return [(start, end) for start, end in stripped if start < end]
 
 
@@ -218,7 +218,8 @@ def _abbreviation(text: str, stop: int, end: int) -> bool:
     return "." in said or said.lower() in ABBREVIATIONS or (len(said) == 1 and said.isupper())
 
 
-def _strip(text: str, span: tuple[int, int]) -> tuple[int, int]:
+def strip_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """The span with the white space at either end of text[span] left out."""
     start, end = span
     while start < end and text[start].isspace():
         start += 1

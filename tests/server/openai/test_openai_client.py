@@ -5,13 +5,12 @@ seeds, streamed or not."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 
-from tests.server.conftest import MODEL, Server, running_server
+from tests.server.conftest import MODEL
 from tests.test_structured_generate import MAX_TOKENS, PROMPT, SCHEMA, SEEDS, assert_valid
 
 pytestmark = pytest.mark.real_model
@@ -20,17 +19,6 @@ FRUIT = [
     {"role": "system", "content": "你是一个只说中文的助手。"},
     {"role": "user", "content": "你好！请用中文回答：你最喜欢什么水果？🍎"},
 ]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with running_server() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server: Server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.v1, api_key="unused", max_retries=0, timeout=300)
 
 
 def chat(client: openai.OpenAI, **kwargs: Any) -> Any:

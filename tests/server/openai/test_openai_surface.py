@@ -6,29 +6,17 @@ a request that names no model (tool calls: test_tool_calls.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from tests.server.conftest import MODEL, Server, running_server
+from tests.server.conftest import MODEL, Server
 
 pytestmark = pytest.mark.real_model
 
 SPRING = [{"role": "user", "content": "写一句关于春天的话。🌸"}]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with running_server() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server: Server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.v1, api_key="unused", max_retries=0, timeout=300)
 
 
 def test_a_model_by_its_id(client: openai.OpenAI) -> None:

@@ -5,13 +5,12 @@ tool, "none" and "auto", the result sent back as a tool turn, and bad tools refu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 
-from tests.server.conftest import MODEL, Server, running_server
+from tests.server.conftest import MODEL
 
 pytestmark = pytest.mark.real_model
 
@@ -43,17 +42,6 @@ TIME: Any = {
     },
 }
 ASK: Any = [{"role": "user", "content": "北京明天天气怎么样？🌧"}]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with running_server() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server: Server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.v1, api_key="unused", max_retries=0, timeout=300)
 
 
 def _valid_weather(arguments: str) -> dict[str, Any]:

@@ -1,10 +1,14 @@
 """Runs one Engine on its own thread; callers on any thread or event loop submit requests.
 
 Every engine call happens on the driver thread, so the engine itself needs no locks.
+What a step produced is handed to its listeners together: each listener's `wake`, if it
+has one, is called once after all of a step's outputs went out (an event loop woken once
+per step, not once per token of every stream).
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -15,6 +19,7 @@ from gen.engine.engine import EngineStats
 from gen.sampling import SamplingParams
 
 Deliver = Callable[[Output | BaseException], None]
+Wake = Callable[[], None]
 
 
 class EngineDriver:
@@ -22,6 +27,8 @@ class EngineDriver:
         self.engine = engine
         self._commands: queue.Queue[tuple[str, tuple[Any, ...]]] = queue.Queue()
         self._listeners: dict[str, Deliver] = {}
+        self._wakers: dict[str, Wake] = {}  # by request, for those submitted with one
+        self._woken: dict[int, Wake] = {}  # those to call once the step's outputs are out
         self._stopped = False
         self.stats = EngineStats()  # published by the driver thread, read from any
         self._thread = threading.Thread(target=self._loop, name="gen-engine", daemon=True)
@@ -36,8 +43,12 @@ class EngineDriver:
         params: SamplingParams,
         deliver: Deliver,
         hold: bool = False,
+        wake: Wake | None = None,
     ) -> None:
-        self._commands.put(("add", (request_id, prompt_ids, params, deliver, hold)))
+        """Run a request; deliver(item) takes each output (or the error that ended it) on
+        the driver thread, and wake(), if given, is called once a step's outputs have all
+        been delivered."""
+        self._commands.put(("add", (request_id, prompt_ids, params, deliver, hold, wake)))
 
     def resume(self, request_id: str, max_tokens: int) -> None:
         self._commands.put(("resume", (request_id, max_tokens)))
@@ -78,44 +89,70 @@ class EngineDriver:
                     block = False
             except queue.Empty:
                 pass
+            self._wake()
             if self._stopped or not self.engine.has_unfinished():
                 continue
             try:
                 outputs = self.engine.step()
             except Exception as exc:  # a failed step fails every request in flight
-                for rid, deliver in list(self._listeners.items()):
+                for rid in list(self._listeners):
                     try:
                         self.engine.abort(rid)
                     except Exception:
                         self.engine.requests.pop(rid, None)
-                    deliver(exc)
-                self._listeners.clear()
+                    self._deliver(rid, exc, last=True)
                 self.engine.reset()
+                self._wake()
                 continue
             for out in outputs:
-                listener = self._listeners.get(out.request_id)
-                if listener is not None and out.error is not None:
-                    del self._listeners[out.request_id]  # it failed alone (its grammar)
-                    listener(out.error)
-                elif listener is not None:
-                    try:
-                        listener(out)
-                    except Exception:  # a listener that cannot take it is gone: end its request
-                        self._listeners.pop(out.request_id, None)
-                        self.engine.abort(out.request_id)
-                if out.finished and out.request_id not in self.engine.requests:
-                    self._listeners.pop(out.request_id, None)
+                if out.error is not None:  # it failed alone (its grammar)
+                    self._deliver(out.request_id, out.error, last=True)
+                    continue
+                gone = out.finished and out.request_id not in self.engine.requests
+                self._deliver(out.request_id, out, last=gone)
+            self._wake()
+
+    def _deliver(self, rid: str, item: Output | BaseException, last: bool) -> None:
+        """Hand item to rid's listener (forgotten after its `last` item); a listener that
+        cannot take it is gone, and its request is ended."""
+        deliver = self._listeners.get(rid)
+        if deliver is None:
+            return
+        wake = self._wakers.get(rid)
+        if last:
+            self._forget(rid)
+        try:
+            deliver(item)
+        except Exception:
+            self._forget(rid)
+            if rid in self.engine.requests:
+                self.engine.abort(rid)
+            return
+        if wake is not None:
+            self._woken[id(wake)] = wake
+
+    def _forget(self, rid: str) -> None:
+        self._listeners.pop(rid, None)
+        self._wakers.pop(rid, None)
+
+    def _wake(self) -> None:
+        """Each listener that was given something since the last call, woken once."""
+        woken, self._woken = self._woken, {}
+        for wake in woken.values():
+            with contextlib.suppress(Exception):  # (a waker ends its own requests if it must)
+                wake()
 
     def _run(self, name: str, args: tuple[Any, ...]) -> None:
         eng = self.engine
         if name == "add":
-            rid, prompt_ids, params, deliver, hold = args
+            rid, prompt_ids, params, deliver, hold, wake = args
+            self._listeners[rid] = deliver
+            if wake is not None:
+                self._wakers[rid] = wake
             try:
                 eng.add_request(prompt_ids, params, request_id=rid, hold=hold)
             except Exception as exc:
-                deliver(exc)
-                return
-            self._listeners[rid] = deliver
+                self._deliver(rid, exc, last=True)
         elif name == "resume":
             rid, max_tokens = args
             try:
@@ -126,10 +163,12 @@ class EngineDriver:
         elif name in ("release", "abort"):
             (rid,) = args
             out = eng.release(rid) if name == "release" else eng.abort(rid)
-            deliver = self._listeners.pop(rid, None)
-            if deliver is not None and name == "release":
+            if name == "release":
                 # whoever releases waits for this answer, even if the request was gone
-                deliver(out or Output(rid, "", [], finished=True, finish_reason="length"))
+                answer = out or Output(rid, "", [], finished=True, finish_reason="length")
+                self._deliver(rid, answer, last=True)
+            else:
+                self._forget(rid)
         elif name == "call":
             fn, box = args
             try:
@@ -138,6 +177,4 @@ class EngineDriver:
                 box.put((False, exc))
 
     def _fail(self, rid: str, exc: BaseException) -> None:
-        deliver = self._listeners.pop(rid, None)
-        if deliver is not None:
-            deliver(exc)
+        self._deliver(rid, exc, last=True)

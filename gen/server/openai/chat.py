@@ -27,12 +27,13 @@ from gen.server.openai.responses import (
     ChoiceLogprobs,
     ChunkDelta,
     FunctionDelta,
+    TextStamp,
     ToolCallDelta,
     ToolCallOut,
     Usage,
     usage,
 )
-from gen.server.openai.streaming import respond
+from gen.server.openai.streaming import Chunk, respond
 from gen.server.openai.tools import read_calls
 from gen.server.request import admitted, parse_body, server_state
 
@@ -56,6 +57,8 @@ class ChatChunks:
         self.calling = calling
         self.held: list[Delta] = []
         self.text_started = not calling
+        mark = ChatChunkChoice(delta=ChunkDelta(content=TextStamp.MARK))
+        self.stamp = TextStamp(self._chunk([mark]))  # a text chunk without logprobs
 
     def _chunk(self, choices: list[ChatChunkChoice], used: Usage | None = None) -> BaseModel:
         return ChatCompletionChunk(
@@ -65,7 +68,9 @@ class ChatChunks:
     def _logprobs(self, logprobs: list[TokenLogprob]) -> ChoiceLogprobs | None:
         return chat_logprobs(logprobs, self.token_bytes) if self.logprobs else None
 
-    def _text(self, text: str, logprobs: list[TokenLogprob]) -> BaseModel:
+    def _text(self, text: str, logprobs: list[TokenLogprob]) -> Chunk:
+        if not self.logprobs:
+            return self.stamp(text)
         choice = ChatChunkChoice(delta=ChunkDelta(content=text), logprobs=self._logprobs(logprobs))
         return self._chunk([choice])
 
@@ -73,11 +78,11 @@ class ChatChunks:
         text = "".join(d.text for d in self.held)
         return text, [lp for d in self.held for lp in d.logprobs]
 
-    def opening(self) -> list[BaseModel]:
+    def opening(self) -> list[Chunk]:
         role = ChatChunkChoice(delta=ChunkDelta(role="assistant", content=""))
         return [self._chunk([role])]
 
-    def piece(self, delta: Delta) -> list[BaseModel]:
+    def piece(self, delta: Delta) -> list[Chunk]:
         if self.text_started:
             return [self._text(delta.text, delta.logprobs)]
         self.held.append(delta)
@@ -88,8 +93,8 @@ class ChatChunks:
         self.held = []
         return [self._text(text, logprobs)]
 
-    def _calls(self, calls: list[ToolCallOut], logprobs: list[TokenLogprob]) -> list[BaseModel]:
-        out = []
+    def _calls(self, calls: list[ToolCallOut], logprobs: list[TokenLogprob]) -> list[Chunk]:
+        out: list[Chunk] = []
         for i, call in enumerate(calls):
             named = FunctionDelta(name=call.function.name, arguments="")
             head = ToolCallDelta(index=i, id=call.id, type="function", function=named)
@@ -105,8 +110,8 @@ class ChatChunks:
             out.append(self._chunk([choice]))
         return out
 
-    def finish(self, delta: Delta) -> list[BaseModel]:
-        out: list[BaseModel] = []
+    def finish(self, delta: Delta) -> list[Chunk]:
+        out: list[Chunk] = []
         finish_reason = delta.finish_reason
         if not self.text_started:
             text, logprobs = self._held()

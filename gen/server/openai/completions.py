@@ -22,9 +22,10 @@ from gen.server.openai.responses import (
     Completion,
     CompletionChoice,
     CompletionLogprobs,
+    TextStamp,
     usage,
 )
-from gen.server.openai.streaming import respond
+from gen.server.openai.streaming import Chunk, respond
 from gen.server.request import admitted, parse_body, server_state
 from gen.server.state import ServerState
 
@@ -53,6 +54,8 @@ class TextChunks:
         self.echo = echo
         self.echo_logprobs = echo_logprobs
         self.offsets = TextOffsets(token_bytes, len(echo))
+        mark = CompletionChoice(index=index, text=TextStamp.MARK)
+        self.stamp = TextStamp(self._chunk([mark]))  # a text chunk without logprobs
 
     def _chunk(self, choices: list[CompletionChoice], delta: Delta | None = None) -> BaseModel:
         used = None if delta is None else usage(delta)
@@ -67,7 +70,7 @@ class TextChunks:
         prompt = TextOffsets(self.token_bytes)
         return prompt.take(self.echo, self.echo_logprobs) + prompt.rest()
 
-    def opening(self) -> list[BaseModel]:
+    def opening(self) -> list[Chunk]:
         if not self.echo:
             return []
         choice = CompletionChoice(
@@ -75,14 +78,16 @@ class TextChunks:
         )
         return [self._chunk([choice])]
 
-    def piece(self, delta: Delta) -> list[BaseModel]:
+    def piece(self, delta: Delta) -> list[Chunk]:
         placed = self.offsets.take(delta.text, delta.logprobs)
+        if not self.logprobs:
+            return [self.stamp(delta.text)]
         choice = CompletionChoice(
             index=self.index, text=delta.text, logprobs=self._logprobs(placed)
         )
         return [self._chunk([choice])]
 
-    def finish(self, delta: Delta) -> list[BaseModel]:
+    def finish(self, delta: Delta) -> list[Chunk]:
         rest = self.offsets.rest()  # the tokens of a stop string cut from the text
         choice = CompletionChoice(
             index=self.index,

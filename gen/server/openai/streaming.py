@@ -14,16 +14,17 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import Receive, Scope, Send
 
 from gen.backends.base import Delta
 from gen.backends.collect import Collected, collect
 from gen.server.errors import from_exception
 from gen.server.openai.generation import Generation
 from gen.server.openai.responses import dump, usage
+from gen.server.sse import EventStream, data
+
+Chunk = BaseModel | str  # a chunk, or one already written as JSON (a TextStamp's)
 
 
 class Chunks(Protocol):
@@ -37,11 +38,11 @@ class Chunks(Protocol):
     @property
     def body(self) -> Callable[..., BaseModel]: ...  # ChatCompletion, Completion
 
-    def opening(self) -> list[BaseModel]: ...
+    def opening(self) -> list[Chunk]: ...
 
-    def piece(self, delta: Delta) -> list[BaseModel]: ...
+    def piece(self, delta: Delta) -> list[Chunk]: ...
 
-    def finish(self, delta: Delta) -> list[BaseModel]: ...
+    def finish(self, delta: Delta) -> list[Chunk]: ...
 
     def usage(self, delta: Delta) -> BaseModel: ...
 
@@ -108,17 +109,13 @@ async def merged(streams: Sequence[AsyncIterator[T]]) -> AsyncIterator[tuple[int
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _data(data: str) -> ServerSentEvent:
-    return ServerSentEvent(data=data, sep="\n")  # "data: …\n\n", as OpenAI frames it
-
-
-def _event(chunk: BaseModel) -> ServerSentEvent:
-    return _data(chunk.model_dump_json())
+def _event(chunk: Chunk) -> bytes:
+    return data(chunk if isinstance(chunk, str) else chunk.model_dump_json())
 
 
 async def _events(
     gens: Sequence[Generation], chunks: Sequence[Chunks], include_usage: bool
-) -> AsyncIterator[ServerSentEvent]:
+) -> AsyncIterator[bytes]:
     try:
         for c in chunks:
             for chunk in c.opening():
@@ -135,34 +132,16 @@ async def _events(
         if include_usage:
             yield _event(chunks[0].usage(summed(ends)))
     except Exception as exc:  # mid-stream: the status line has gone out already
-        yield _data(json.dumps(from_exception(exc).body(), ensure_ascii=False))
+        yield data(json.dumps(from_exception(exc).body(), ensure_ascii=False))
     finally:
         with anyio.CancelScope(shield=True):  # a client gone: abort now, even while cancelled
             await _close(gens)
-    yield _data("[DONE]")
+    yield data("[DONE]")
 
 
 async def _close(gens: Sequence[Generation]) -> None:
     for gen in gens:
         await gen.close()
-
-
-class _GenerationEvents(EventSourceResponse):
-    """The events of the generations, closed however the response ends (even those whose
-    events never started: a client gone before the headers)."""
-
-    def __init__(
-        self, gens: Sequence[Generation], chunks: Sequence[Chunks], include_usage: bool
-    ) -> None:
-        super().__init__(_events(gens, chunks, include_usage), sep="\n", ping=15)
-        self.gens = gens
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _close(self.gens)
 
 
 async def _disconnected(request: Request) -> None:
@@ -208,8 +187,8 @@ async def respond(
 ) -> Response:
     """The answer to a completion request (a choice per generation, `chunks[i]` wording
     `gens[i]`'s), streamed or whole (499 when the client left before it finished)."""
-    if stream:
-        return _GenerationEvents(gens, chunks, include_usage)
+    if stream:  # the generations closed however the response ends (even before it began)
+        return EventStream(_events(gens, chunks, include_usage), on_close=lambda: _close(gens))
     done = await collect_unless_gone(request, gens)
     if done is None:
         return Response(status_code=499)  # nobody is there to read it

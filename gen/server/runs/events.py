@@ -4,15 +4,13 @@ or by a `gen run` in the same outputs folder; the stream ends once the run is ov
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
-from sse_starlette import ServerSentEvent
-
 from gen.pipeline.run.events import Event, EventReader
 from gen.server.errors import APIError
+from gen.server.sse import named, retry
 
 T = TypeVar("T")
 RETRY_MS = 1000  # how soon an EventSource reconnects after a dropped stream
@@ -74,11 +72,7 @@ async def _released_after(items: AsyncIterator[T], release: Callable[[], None]) 
         release()
 
 
-async def sse(events: AsyncIterator[Event]) -> AsyncIterator[ServerSentEvent]:
-    yield ServerSentEvent(retry=RETRY_MS, comment="gen run events")
-    async for event in events:
-        yield ServerSentEvent(
-            data=json.dumps(event, ensure_ascii=False),
-            event=str(event.get("type", "message")),
-            id=str(event["seq"]),
-        )
+async def sse(events: AsyncIterator[Event]) -> AsyncIterator[bytes]:
+    yield retry(RETRY_MS, "gen run events")
+    async for item in events:
+        yield named(item, str(item.get("type", "message")), str(item["seq"]))

@@ -11,7 +11,6 @@ import socket
 from typing import Any
 from urllib.parse import quote
 
-from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -37,6 +36,7 @@ from gen.server.runs.store import (
     settle_dead_run,
     summary,
 )
+from gen.server.sse import EventStream
 
 
 def manager(request: Request) -> RunManager:
@@ -139,11 +139,10 @@ async def run_events(request: Request) -> Response:
             await runs.sleep()
 
     events = follow(EventReader(run.events_path), after, active, wait)
-    return EventSourceResponse(
+    return EventStream(
         held(sse(events), runs.watcher_place()),
         ping=runs.ping_seconds,
-        sep="\n",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        headers={"Cache-Control": "no-cache"},
     )
 
 

@@ -18,7 +18,8 @@ def _chunks() -> ChatChunks:
 
 
 def _deltas(chunks: list[Any]) -> list[dict[str, Any]]:
-    return [c.model_dump(mode="json")["choices"][0] for c in chunks]
+    data = [json.loads(c) if isinstance(c, str) else c.model_dump(mode="json") for c in chunks]
+    return [d["choices"][0] for d in data]
 
 
 def test_a_call_list_goes_out_as_tool_call_deltas() -> None:

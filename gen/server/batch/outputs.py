@@ -1,0 +1,114 @@
+"""The output and errors files of an OpenAI batch, as OpenAI writes them: one JSON line per
+request, `{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}`.
+Each line is appended whole and fsynced as its request ends, so a killed batch keeps every
+line it finished; read back on the next run, a torn last line is cut off."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gen.errors import ConfigError
+from gen.files import atomic_write
+
+Entry = dict[str, Any]  # one line of an output or errors file
+
+
+def response_entry(custom_id: str, status: int, body: Any, request_id: str | None = None) -> Entry:
+    """A request answered with an HTTP status and body (an error body for a 4xx or 5xx)."""
+    response = {
+        "status_code": status,
+        "request_id": request_id or f"req_{uuid.uuid4().hex}",
+        "body": body,
+    }
+    return {"id": _id(), "custom_id": custom_id, "response": response, "error": None}
+
+
+def error_entry(
+    custom_id: str | None,
+    code: str,
+    message: str,
+    param: str | None = None,
+    line: int | None = None,
+) -> Entry:
+    """A request that got no HTTP answer: a line of the input that is no request (its line
+    number given), or one whose answer never came."""
+    error: Entry = {"code": code, "message": message, "param": param}
+    if line is not None:
+        error["line"] = line
+    return {"id": _id(), "custom_id": custom_id, "response": None, "error": error}
+
+
+def _id() -> str:
+    return f"batch_req_{uuid.uuid4().hex}"
+
+
+def succeeded(entry: Entry) -> bool:
+    response = entry.get("response")
+    return isinstance(response, dict) and response.get("status_code") == 200
+
+
+class ResultFile:
+    """One JSONL file of entries, written a whole line at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> list[Entry]:
+        """The entries written so far. A last line cut short by a kill (no newline, or not
+        JSON) is cut off the file; any other line that is no entry is a ConfigError (the
+        file is not this batch's)."""
+        if not self.path.is_file():
+            return []
+        data = self.path.read_bytes()
+        rows = data.split(b"\n")
+        entries: list[Entry] = []
+        kept = 0  # bytes of the whole lines read
+        for number, raw in enumerate(rows[:-1], 1):  # (rows[-1]: what follows the last newline)
+            entry = _entry(raw)
+            if entry is None:
+                if number == len(rows) - 1 and not rows[-1]:
+                    break  # the last line, unreadable: a torn write too
+                raise ConfigError(
+                    "not a line of an OpenAI batch's output (no custom_id); is this another "
+                    "file? Choose another output file, or move this one away",
+                    file=str(self.path),
+                    line=number,
+                )
+            entries.append(entry)
+            kept += len(raw) + 1
+        if kept < len(data):
+            with self.path.open("r+b") as f:
+                f.truncate(kept)
+                os.fsync(f.fileno())
+        return entries
+
+    def append(self, entry: Entry) -> None:
+        """One line, whole: written in one call, flushed and fsynced before the next."""
+        data = json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n"
+        with self.path.open("ab") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def sort(self, key: Callable[[Entry], int]) -> None:
+        """Rewrite the file (atomically) with its lines in `key`'s order."""
+        entries = self.read()
+        ordered = sorted(entries, key=key)
+        if ordered != entries:
+            text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in ordered)
+            atomic_write(self.path, text)
+
+
+def _entry(raw: bytes) -> Entry | None:
+    try:
+        entry = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("custom_id"), str | None):
+        return None
+    return entry if "custom_id" in entry else None

@@ -71,7 +71,8 @@ def read_requests(path: Path) -> list[BatchRequest]:
         error = located_error(message, file, lines, number, problem.col, 1, ConfigError)
         others = len(requests) - 1
         if others:
-            error.notes = (f"(and no other line is a request either: {others} more)",)
+            rest = "its other line" if others == 1 else f"any of its other {others} lines"
+            error.notes = (f"(nor is {rest} a request)",)
         raise error
     return requests
 

@@ -40,10 +40,10 @@ records that are left; finished ones are not generated again.
 
 With --openai, each line of the file is a request as OpenAI's Batch API takes it
 ({"custom_id", "method": "POST", "url": "/v1/chat/completions" or "/v1/completions",
-"body"}), answered as `gen serve` answers it. Answers go to <file>.output.jsonl beside
-it (or -o FILE), failed requests and bad lines to <file>.errors.jsonl, in OpenAI's
-batch output format. Running the same command again runs only the requests the output
-file does not hold.
+"body"}), answered as `gen serve` answers it. For requests.jsonl the answers go to
+requests.output.jsonl beside it (or -o FILE), failed requests and bad lines to
+requests.errors.jsonl, in OpenAI's batch output format. Running the same command again
+runs only the requests the output file does not hold.
 """
 
 

@@ -58,7 +58,7 @@ def cmd_openai_batch(args: argparse.Namespace) -> int:
     spec = args.model or default_model()
     check(resolve(spec))  # (a bad spec fails before anything runs)
     batch = OpenAIBatch(requests, input_file, output, errors)
-    todo = batch.remaining()
+    todo = batch.remaining(repair=not args.dry_run)  # (a dry run changes no file)
     if args.dry_run:
         return _dry_run(input_file, requests, batch.kept)
     for entry in batch.start():  # the lines that are no request

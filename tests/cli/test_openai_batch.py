@@ -126,13 +126,17 @@ def test_a_dry_run_checks_every_line_and_body_without_a_model(
         tmp_path / "r.jsonl",
         [chat("a", "你好"), "{oops", chat("b", "hi", max_tokens=0), chat("a", "again")],
     )
+    output = tmp_path / "r.output.jsonl"
+    torn = b'{"id": "batch_req_1", "custom_id": "a", "response": null}\n{"id": "batch_'
+    output.write_bytes(torn)
     assert main(["batch", "--openai", str(requests), "--dry-run"]) == 2
     out, err = capsys.readouterr()
-    assert out.strip() == f"{requests}: 1 of 4 requests ok, 3 bad"
+    assert out.strip() == f"{requests}: 1 of 4 requests ok, 3 bad, 1 answered already"
     assert f"{requests}:2: not valid JSON" in err
     assert f"{requests}:3: 400 max_tokens: Input should be greater than or equal to 1" in err
     assert f"{requests}:4: custom_id 'a' is already on line 1" in err
-    assert not (tmp_path / "r.output.jsonl").exists()
+    assert output.read_bytes() == torn  # a dry run changes no file
+    assert not (tmp_path / "r.errors.jsonl").exists()
 
 
 # -- with the bundled model -------------------------------------------------------------------

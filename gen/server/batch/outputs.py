@@ -58,10 +58,10 @@ class ResultFile:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def read(self) -> list[Entry]:
+    def read(self, repair: bool = True) -> list[Entry]:
         """The entries written so far. A last line cut short by a kill (no newline, or not
-        JSON) is cut off the file; any other line that is no entry is a ConfigError (the
-        file is not this batch's)."""
+        JSON) is left out, and with `repair` cut off the file; any other line that is no
+        entry is a ConfigError (the file is not this batch's)."""
         if not self.path.is_file():
             return []
         data = self.path.read_bytes()
@@ -81,11 +81,17 @@ class ResultFile:
                 )
             entries.append(entry)
             kept += len(raw) + 1
-        if kept < len(data):
+        if repair and kept < len(data):
             with self.path.open("r+b") as f:
                 f.truncate(kept)
                 os.fsync(f.fileno())
         return entries
+
+    def clear_stale(self) -> None:
+        """Remove what a kill inside sort()'s rewrite left beside the file: the temporary
+        file of gen.files.atomic_write."""
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
 
     def append(self, entry: Entry) -> None:
         """One line, whole: written in one call, flushed and fsynced before the next."""

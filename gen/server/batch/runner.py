@@ -77,12 +77,13 @@ class OpenAIBatch:
         self.errors = ResultFile(errors)
         self.kept = 0  # requests answered by an earlier run
 
-    def remaining(self) -> list[BatchRequest]:
+    def remaining(self, repair: bool = True) -> list[BatchRequest]:
         """The requests left to run: those the output file does not hold (a torn last line
-        cut off). Raises ConfigError where it holds a custom_id the input does not have."""
+        cut off, with `repair`). Raises ConfigError where it holds a custom_id the input
+        does not have."""
         named = {r.custom_id for r in self.requests if r.custom_id is not None}
         done = set()
-        for number, entry in enumerate(self.output.read(), 1):
+        for number, entry in enumerate(self.output.read(repair), 1):
             if entry["custom_id"] not in named:
                 raise ConfigError(
                     f"custom_id {entry['custom_id']!r} is no request of {self.input_file}: this "
@@ -100,6 +101,9 @@ class OpenAIBatch:
         """A fresh errors file (its requests run again) holding the lines that are no
         request; returns those entries."""
         self.output.path.parent.mkdir(parents=True, exist_ok=True)
+        self.output.path.touch()  # there even when no request is answered
+        self.output.clear_stale()
+        self.errors.clear_stale()
         self.errors.path.unlink(missing_ok=True)
         entries = []
         for r in self.requests:

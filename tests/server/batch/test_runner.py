@@ -123,6 +123,8 @@ def test_a_resumed_batch_runs_only_what_the_output_lacks(tmp_path: Path) -> None
     assert len(lines) == 6
     # killed after two lines, in the middle of writing a third
     first.output.path.write_bytes(b"".join(lines[:2]) + lines[2][:30])
+    stale = tmp_path / f".{first.output.path.name}.x1y2.tmp"  # a kill inside the final sort
+    stale.write_bytes(b"".join(lines))
 
     again = FakeServed()
     resumed = run(path, again)
@@ -130,7 +132,7 @@ def test_a_resumed_batch_runs_only_what_the_output_lacks(tmp_path: Path) -> None
     final = resumed.output.path.read_bytes().splitlines(keepends=True)
     assert final[:2] == lines[:2]  # not regenerated: the same ids, times and bytes
     assert [json.loads(x)["custom_id"] for x in final] == [f"r{i}" for i in range(6)]
-    assert not resumed.errors.path.exists()
+    assert not resumed.errors.path.exists() and not stale.exists()
 
 
 def test_failed_requests_go_to_the_errors_file_and_run_again(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import httpx
 from gen.cli.batch import BatchProgress
 from gen.cli.cancel import Canceller, Stopped
 from gen.cli.common import default_model, engine_config
-from gen.errors import ConfigError
+from gen.errors import ConfigError, ModelError
 from gen.models import check, resolve
 from gen.server.batch import (
     BatchRequest,
@@ -56,7 +56,13 @@ def cmd_openai_batch(args: argparse.Namespace) -> int:
     output, errors = output_paths(input_file, args.out)
     requests = read_requests(input_file)
     spec = args.model or default_model()
-    check(resolve(spec))  # (a bad spec fails before anything runs)
+    try:  # (a bad spec, or a remote one without a server, fails before anything runs)
+        model = resolve(spec)
+        check(model)
+    except ModelError as exc:
+        raise ModelError(f"--model: {exc}") from None
+    if model.kind == "openai" and not os.environ.get("OPENAI_BASE_URL"):
+        raise ConfigError(f"--model {spec} needs a server: set OPENAI_BASE_URL")
     batch = OpenAIBatch(requests, input_file, output, errors)
     todo = batch.remaining(repair=not args.dry_run)  # (a dry run changes no file)
     if args.dry_run:
@@ -135,10 +141,8 @@ def _client(args: argparse.Namespace, spec: str) -> tuple[httpx.AsyncClient, str
     (None locally: the one model served)."""
     model = resolve(spec)
     if model.kind == "openai":
-        base_url = os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            raise ConfigError(f"--model {spec} needs a server: set OPENAI_BASE_URL")
-        return remote_client(base_url, os.environ.get("OPENAI_API_KEY", "")), model.remote_model
+        key = os.environ.get("OPENAI_API_KEY", "")
+        return remote_client(os.environ["OPENAI_BASE_URL"], key), model.remote_model
 
     from gen.backends.local import LocalBackend
     from gen.models import load_model

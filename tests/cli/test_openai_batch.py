@@ -91,11 +91,17 @@ def test_answers_go_beside_the_input_unless_told(tmp_path: Path) -> None:
         (["--set", "topic=tea"], "--set is for pipeline batches"),
         (["-c", "0"], "--concurrency must be at least 1, got 0"),
         (["-m", "nowhere/model.gguf"], "no such GGUF file"),
+        (["-m", "openai:gpt-4o-mini"], "--model openai:gpt-4o-mini needs a server"),
     ],
 )
 def test_options_an_openai_batch_refuses(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
 ) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     requests = write(tmp_path / "r.jsonl", [chat("a", "hi")])
     assert main(["batch", "--openai", str(requests), *extra]) == 2
     assert message in capsys.readouterr().err

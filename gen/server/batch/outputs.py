@@ -16,6 +16,7 @@ from gen.errors import ConfigError
 from gen.files import atomic_write
 
 Entry = dict[str, Any]  # one line of an output or errors file
+START = b'{"id": "batch_req_'  # how every line written here begins
 
 
 def response_entry(custom_id: str, status: int, body: Any, request_id: str | None = None) -> Entry:
@@ -61,18 +62,20 @@ class ResultFile:
     def read(self, repair: bool = True) -> list[Entry]:
         """The entries written so far. A last line cut short by a kill (no newline, or not
         JSON) is left out, and with `repair` cut off the file; any other line that is no
-        entry is a ConfigError (the file is not this batch's)."""
+        entry is a ConfigError (the file is not this batch's), and so is a last line that
+        is not the start of one of the lines written here."""
         if not self.path.is_file():
             return []
         data = self.path.read_bytes()
         rows = data.split(b"\n")
         entries: list[Entry] = []
         kept = 0  # bytes of the whole lines read
-        for number, raw in enumerate(rows[:-1], 1):  # (rows[-1]: what follows the last newline)
-            entry = _entry(raw)
+        for number, raw in enumerate(rows, 1):  # (the last row: what follows the last newline)
+            last = number == len(rows) or (number == len(rows) - 1 and not rows[-1])
+            entry = None if number == len(rows) else _entry(raw)
+            if entry is None and last and _torn(raw):
+                break  # cut short by a kill
             if entry is None:
-                if number == len(rows) - 1 and not rows[-1]:
-                    break  # the last line, unreadable: a torn write too
                 raise ConfigError(
                     "not a line of an OpenAI batch's output (no custom_id); is this another "
                     "file? Choose another output file, or move this one away",
@@ -108,6 +111,11 @@ class ResultFile:
         if ordered != entries:
             text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in ordered)
             atomic_write(self.path, text)
+
+
+def _torn(raw: bytes) -> bool:
+    """Whether `raw` can be the start of a line written here (or nothing)."""
+    return raw.startswith(START) or START.startswith(raw)
 
 
 def _entry(raw: bytes) -> Entry | None:

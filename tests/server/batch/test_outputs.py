@@ -52,13 +52,22 @@ def test_a_torn_last_line_is_cut_off(tmp_path: Path, torn: bytes) -> None:
     assert [e["custom_id"] for e in results.read()] == ["a", "b", "c"]
 
 
-def test_a_line_that_is_no_entry_is_refused_not_cut(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("content", "line"),
+    [
+        (b'{"custom_id": "a"}\n{"topic": "tea"}\n{"custom_id": "b"}\n', 2),
+        (b'{"custom_id": "a"}\n{"topic": "tea"}\n', 2),  # a last line, but not one of ours
+        (b"notes without a newline", 1),  # no torn line either: another file
+    ],
+)
+def test_a_line_that_is_no_entry_is_refused_not_cut(
+    tmp_path: Path, content: bytes, line: int
+) -> None:
     path = tmp_path / "out.jsonl"
-    path.write_text('{"custom_id": "a"}\n{"topic": "tea"}\n{"custom_id": "b"}\n', "utf-8")
-    before = path.read_bytes()
-    with pytest.raises(ConfigError, match=r"out.jsonl:2: not a line of an OpenAI batch"):
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=rf"out.jsonl:{line}: not a line of an OpenAI batch"):
         ResultFile(path).read()
-    assert path.read_bytes() == before
+    assert path.read_bytes() == content
 
 
 def test_sort_rewrites_only_when_the_order_changes(tmp_path: Path) -> None:

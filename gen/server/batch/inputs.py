@@ -81,7 +81,8 @@ def _request(number: int, line: str, first: dict[str, int]) -> BatchRequest:
     try:
         data = json.loads(line, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        bad = LineError("invalid_json_line", f"not valid JSON: {exc.msg}", col=exc.colno)
+        message = f"not valid JSON: {exc.msg} (column {exc.colno})"
+        bad = LineError("invalid_json_line", message, col=exc.colno)
         return BatchRequest(number, problem=bad)
     except (ValueError, RecursionError) as exc:  # 4300 digits, NaN, nested past the stack
         return BatchRequest(number, problem=LineError("invalid_json_line", f"not JSON: {exc}"))

@@ -15,6 +15,7 @@ EPILOG = """examples:
   gen run pipelines/tech-report.yaml --set topic="The printing press"
   gen validate pipelines/zh-article.yaml
   gen batch pipelines/quickstart.yaml --inputs topics.csv
+  gen batch --openai requests.jsonl
   gen export outputs/quickstart/RUN_ID --to html,docx,pdf
   gen generate "Translate to Chinese: Good morning." --temperature 0
   gen models prepare smollm2-135m

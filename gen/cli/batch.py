@@ -1,5 +1,6 @@
-"""`gen batch`: a pipeline over every record of a CSV, JSONL or YAML file, with progress on
-stderr (a live display on a terminal, plain lines otherwise)."""
+"""`gen batch`: a pipeline over every record of a CSV, JSONL or YAML file, or (`--openai`,
+openai_batch.py) the requests of an OpenAI Batch API file, with progress on stderr (a live
+display on a terminal, plain lines otherwise)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,8 @@ from typing import IO, TYPE_CHECKING, Any
 from gen.cli.cancel import Canceller, Stopped
 from gen.cli.common import add_dtype, engine_config
 from gen.cli.pipeline import (
-    add_out,
     add_overrides,
     add_pipeline_command,
-    add_pipeline_model,
     add_strict,
     parse_overrides,
 )
@@ -31,20 +30,39 @@ EPILOG = """examples:
   gen batch pipelines/quickstart.yaml --inputs topics.csv
   gen batch pipelines/tech-report.yaml --inputs products.jsonl --key sku --concurrency 8
   gen batch pipelines/quickstart.yaml --inputs topics.csv --dry-run   # check every record
+  gen batch --openai requests.jsonl                # an OpenAI Batch API input file
+  gen batch --openai requests.jsonl -o answers.jsonl -c 16
 
 Each record's fields set the pipeline's inputs. Documents go to
 OUT/<pipeline>/<batch-id>/<record-key>/ (batch id: the records file's name), with
 batch.json and batch.csv beside them. Running the same command again finishes the
 records that are left; finished ones are not generated again.
+
+With --openai, each line of the file is a request as OpenAI's Batch API takes it
+({"custom_id", "method": "POST", "url": "/v1/chat/completions" or "/v1/completions",
+"body"}), answered as `gen serve` answers it. For requests.jsonl the answers go to
+requests.output.jsonl beside it (or -o FILE), failed requests and bad lines to
+requests.errors.jsonl, in OpenAI's batch output format. Running the same command again
+runs only the requests the output file does not hold.
 """
 
 
 def add_command(sub: Any) -> None:
     b = add_pipeline_command(
-        sub, "batch", "generate one document per record of a CSV, JSONL or YAML file", EPILOG
+        sub,
+        "batch",
+        "generate one document per record of a CSV, JSONL or YAML file, or run an "
+        "OpenAI Batch API file",
+        EPILOG,
+        optional=True,
     )
+    b.add_argument("-i", "--inputs", metavar="FILE", help="records: .csv, .jsonl or .yaml")
     b.add_argument(
-        "-i", "--inputs", required=True, metavar="FILE", help="records: .csv, .jsonl or .yaml"
+        "--openai",
+        metavar="FILE",
+        default=None,
+        help="run the requests of an OpenAI Batch API input file (JSONL) instead of a "
+        "pipeline: each answered as gen serve answers it, in OpenAI's batch output format",
     )
     b.add_argument(
         "--key",
@@ -56,11 +74,18 @@ def add_command(sub: Any) -> None:
         "-c",
         "--concurrency",
         type=int,
-        default=4,
+        default=None,
         metavar="N",
-        help="documents in flight at once (default 4); their sections share the engine",
+        help="documents in flight at once (default 4); their sections share the engine. "
+        "With --openai: requests in flight (default 32)",
     )
-    add_out(b)
+    b.add_argument(
+        "-o",
+        "--out",
+        default=None,
+        help="output folder (default outputs/); with --openai the output file (default "
+        "beside the input: FILE.output.jsonl), or a folder to write it in",
+    )
     b.add_argument(
         "--batch-id",
         default=None,
@@ -69,11 +94,18 @@ def add_command(sub: Any) -> None:
         "command resumes the same batch)",
     )
     add_overrides(b, "set an input or setting for every record (a record's own field wins)")
-    add_pipeline_model(b)
+    b.add_argument(
+        "-m",
+        "--model",
+        default=None,
+        help="model spec (default: the pipeline's; with --openai $GEN_MODEL or "
+        "smollm2-135m, or openai:NAME for the server at $OPENAI_BASE_URL)",
+    )
     b.add_argument(
         "--dry-run",
         action="store_true",
-        help="check every record against the pipeline, load no model, generate nothing",
+        help="check every record against the pipeline (with --openai: every line and "
+        "request body), load no model, generate nothing",
     )
     add_strict(b, "any record had a failed section")
     add_dtype(b)
@@ -88,6 +120,17 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from gen.pipeline.run.rundir import check_out_dir
     from gen.text.words import slugify
 
+    if args.openai is not None:
+        from gen.cli.openai_batch import cmd_openai_batch
+
+        return cmd_openai_batch(args)
+    if args.pipeline is None or args.inputs is None:
+        raise ConfigError(
+            "gen batch needs a pipeline and its records (gen batch PIPELINE.yaml --inputs "
+            "FILE), or an OpenAI batch file (gen batch --openai FILE.jsonl)"
+        )
+    args.out = args.out or "outputs"
+    args.concurrency = 4 if args.concurrency is None else args.concurrency
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
     overrides = parse_overrides(args.overrides)
@@ -183,15 +226,16 @@ def _stopped(how: str, args: argparse.Namespace, code: int) -> int:
 
 
 class BatchProgress:
-    """Records done, running and failed, tokens/s and an ETA: a live line on a terminal,
-    one line per finished record otherwise."""
+    """Records (or requests: `noun`) done, running and failed, tokens/s and an ETA: a live
+    line on a terminal, one line per finished one otherwise."""
 
-    def __init__(self, out: IO[str], total: int) -> None:
+    def __init__(self, out: IO[str], total: int, noun: str = "records") -> None:
         self.out = out
         self.total = total
+        self.noun = noun
         self.done = self.failed = self.reused = self.tokens = 0
         self.running: set[str] = set()
-        self.started = time.monotonic()
+        self.since = time.monotonic()
         self.live = None
         if out.isatty():
             from rich.console import Console
@@ -208,10 +252,6 @@ class BatchProgress:
         self._refresh()
 
     def record(self, result: RecordResult) -> None:
-        self.running.discard(result.key)
-        self.done += 1
-        self.failed += result.status != "completed"
-        self.reused += result.reused
         if result.status == "completed":
             how = "kept from an earlier run" if result.reused else f"{result.words} words"
             score = f", S_l {result.length_score}" if result.length_score is not None else ""
@@ -220,11 +260,23 @@ class BatchProgress:
                 line += f", {sections_failed(result)}"
         else:
             line = f"  ✗ {result.key}: {(result.error or result.status).splitlines()[0]}"
+        self.finished(result.key, line, result.status != "completed", result.reused)
+
+    def started(self, key: str) -> None:
+        self.running.add(key)
+        self._refresh()
+
+    def finished(self, key: str, line: str, failed: bool, reused: bool = False) -> None:
+        """One done: its line, numbered, with the rates so far."""
+        self.running.discard(key)
+        self.done += 1
+        self.failed += failed
+        self.reused += reused
         self._print(f"[{self.done}/{self.total}] {line.strip()} {self._rates()}")
         self._refresh()
 
     def _rates(self) -> str:
-        seconds = max(1e-6, time.monotonic() - self.started)
+        seconds = max(1e-6, time.monotonic() - self.since)
         made = self.done - self.reused
         left = self.total - self.done
         eta = ""
@@ -244,7 +296,7 @@ class BatchProgress:
         from rich.text import Text
 
         status = (
-            f"{self.done}/{self.total} records done · {len(self.running)} running · "
+            f"{self.done}/{self.total} {self.noun} done · {len(self.running)} running · "
             f"{self.failed} failed {self._rates()}"
         )
         self.live.update(Text(status))

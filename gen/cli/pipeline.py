@@ -68,13 +68,14 @@ def add_command(sub: Any) -> None:
 
 
 def add_pipeline_command(
-    sub: Any, name: str, help: str, epilog: str | None = None
+    sub: Any, name: str, help: str, epilog: str | None = None, optional: bool = False
 ) -> argparse.ArgumentParser:
-    """The parser of a command that runs a pipeline file, with the file as its argument."""
+    """The parser of a command that runs a pipeline file, with the file as its argument
+    (`optional` where the command also runs without one: `gen batch --openai`)."""
     parser: argparse.ArgumentParser = sub.add_parser(
         name, help=help, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("pipeline", help="pipeline YAML file")
+    parser.add_argument("pipeline", nargs="?" if optional else None, help="pipeline YAML file")
     return parser
 
 

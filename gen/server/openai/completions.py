@@ -24,7 +24,7 @@ from gen.server.openai.responses import (
     CompletionLogprobs,
     usage,
 )
-from gen.server.openai.streaming import respond
+from gen.server.openai.streaming import error_chunks, respond
 from gen.server.request import admitted, parse_body, server_state
 from gen.server.state import ServerState
 
@@ -95,6 +95,9 @@ class TextChunks:
 
     def usage(self, delta: Delta) -> BaseModel:
         return self._chunk([], delta)
+
+    def failure(self, error: APIError) -> list[BaseModel]:
+        return error_chunks(error)
 
     def choice(self, done: Collected) -> BaseModel:
         placed = self.offsets.take(done.text, done.logprobs) + self.offsets.rest()

@@ -1,14 +1,14 @@
 """Answering with generations (one per choice: a text completion's list of prompts has
 several): Server-Sent Events in OpenAI's order (opening chunks, text chunks, exactly one
 chunk with a finish_reason per choice, the usage chunk if asked, `[DONE]`; an error
-mid-stream as `data: {"error": …}` then `[DONE]`), or one JSON body once all are done.
-Either way a client that goes away ends its generations at once."""
+mid-stream as the endpoint words it, `data: {"error": …}` for completions, then `[DONE]`),
+or one JSON body once all are done. Either way a client that goes away ends its
+generations at once."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -21,14 +21,16 @@ from starlette.types import Receive, Scope, Send
 
 from gen.backends.base import Delta
 from gen.backends.collect import Collected, collect
-from gen.server.errors import from_exception
+from gen.server.errors import APIError, from_exception
 from gen.server.openai.generation import Generation
-from gen.server.openai.responses import dump, usage
+from gen.server.openai.responses import ErrorResponse, dump, usage
+from gen.server.openai.responses_api import StreamEvent
 
 
 class Chunks(Protocol):
     """How one endpoint words its answer: streamed as chunks (opening, those of each delta,
-    those of the finish, usage), or whole as one `body` with its one `choice`."""
+    those of the finish, usage; those of an error mid-stream), or whole as one `body` with
+    its one `choice`."""
 
     id: str
     created: int
@@ -46,6 +48,13 @@ class Chunks(Protocol):
     def usage(self, delta: Delta) -> BaseModel: ...
 
     def choice(self, done: Collected) -> BaseModel: ...
+
+    def failure(self, error: APIError) -> list[BaseModel]: ...
+
+
+def error_chunks(error: APIError) -> list[BaseModel]:
+    """An error mid-stream as chat and text completions send it: `data: {"error": …}`."""
+    return [ErrorResponse.model_validate(error.body())]
 
 
 def summed(counts: Sequence[Delta | Collected]) -> Delta:
@@ -113,6 +122,8 @@ def _data(data: str) -> ServerSentEvent:
 
 
 def _event(chunk: BaseModel) -> ServerSentEvent:
+    if isinstance(chunk, StreamEvent):  # the Responses API names each event by its type
+        return ServerSentEvent(data=chunk.model_dump_json(), event=chunk.type, sep="\n")
     return _data(chunk.model_dump_json())
 
 
@@ -135,7 +146,8 @@ async def _events(
         if include_usage:
             yield _event(chunks[0].usage(summed(ends)))
     except Exception as exc:  # mid-stream: the status line has gone out already
-        yield _data(json.dumps(from_exception(exc).body(), ensure_ascii=False))
+        for chunk in chunks[0].failure(from_exception(exc)):
+            yield _event(chunk)
     finally:
         with anyio.CancelScope(shield=True):  # a client gone: abort now, even while cancelled
             await _close(gens)

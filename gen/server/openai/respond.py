@@ -214,7 +214,7 @@ def _refuse_state(req: ResponseRequest) -> None:
 
 
 @admitted
-async def responses(request: Request, place: Place) -> Response:
+async def create_response(request: Request, place: Place) -> Response:
     state = server_state(request)
     backend = state.backend
     req = await parse_body(request, ResponseRequest)

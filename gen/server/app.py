@@ -26,6 +26,7 @@ from gen.server.metrics import CONTENT_TYPE
 from gen.server.openai.chat import chat_completions
 from gen.server.openai.completions import completions
 from gen.server.openai.generation import ServedModel
+from gen.server.openai.respond import create_response
 from gen.server.openai.responses import Health, ModelCard, ModelList, dump
 from gen.server.openapi import openapi_document
 from gen.server.request import server_state
@@ -154,6 +155,7 @@ def create_app(
             Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/responses", create_response, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),

@@ -13,6 +13,7 @@ from pydantic.json_schema import models_json_schema
 import gen
 from gen.server.openai import requests as req
 from gen.server.openai import responses as res
+from gen.server.openai import responses_api as api
 from gen.server.runs.models import RESPONSES as RUN_MODELS
 
 _MODELS: tuple[type[BaseModel], ...] = (
@@ -24,6 +25,9 @@ _MODELS: tuple[type[BaseModel], ...] = (
     res.ModelList,
     res.ErrorResponse,
     res.Health,
+    api.ResponseRequest,
+    api.ResponseObject,
+    *api.EVENTS,
     *RUN_MODELS,
 )
 _ERRORS = {
@@ -67,7 +71,9 @@ def error_answers(codes: Iterable[str], descriptions: Mapping[str, str]) -> dict
     return answers
 
 
-def _generation(request: str, response: str, summary: str) -> dict[str, Any]:
+def _generation(
+    request: str, response: str, summary: str, events: str = "data: lines of chunks"
+) -> dict[str, Any]:
     codes = ("400", "404", "408", "413", "415", "429", "500")
     return {
         "post": {
@@ -79,7 +85,7 @@ def _generation(request: str, response: str, summary: str) -> dict[str, Any]:
             "responses": {
                 "200": {
                     "description": f"A {response}, or with stream=true Server-Sent Events: "
-                    f"data: lines of chunks, then data: [DONE]",
+                    f"{events}, then data: [DONE]",
                     "content": {
                         "application/json": {"schema": ref(response)},
                         "text/event-stream": {"schema": _EVENT},
@@ -112,10 +118,10 @@ def openapi_document(
         [(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}"
     )
     schemas: dict[str, Any] = top["$defs"]
-    for request in ("ChatCompletionRequest", "CompletionRequest"):
+    for request in ("ChatCompletionRequest", "CompletionRequest", "ResponseRequest"):
         properties = schemas[request]["properties"]
         properties["model"] = {"type": "string", "enum": [model]}
-        for name in ("max_tokens", "max_completion_tokens"):
+        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
             if window is not None and name in properties:
                 _at_most(properties[name], window)
     text = {
@@ -155,6 +161,13 @@ def openapi_document(
                 "ChatCompletionRequest", "ChatCompletion", "Chat completion"
             ),
             "/v1/completions": _generation("CompletionRequest", "Completion", "Text completion"),
+            "/v1/responses": _generation(
+                "ResponseRequest",
+                "ResponseObject",
+                "Response (OpenAI's Responses API, stateless)",
+                "event: <type> and data: lines of the Responses API's events (StreamEvent's "
+                "kinds: response.created … response.completed)",
+            ),
             "/health": {"get": {"responses": {"200": json_answer("Health", "The server is up")}}},
             "/metrics": {"get": {"responses": {"200": text}}},
             "/v1/session": {

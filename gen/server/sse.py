@@ -26,9 +26,11 @@ HEADERS = {
 PING = b": ping\n\n"
 
 
-def data(text: str) -> bytes:
-    """One unnamed event: `data: <text>` as OpenAI frames its chunks (text on one line)."""
-    return b"data: " + text.encode() + b"\n\n"
+def data(text: str, name: str | None = None) -> bytes:
+    """One event: `data: <text>` as OpenAI frames its chunks (text on one line), after an
+    `event: <name>` line if it is named (the Responses API's events)."""
+    head = b"data: " if name is None else f"event: {_one_line(name)}\ndata: ".encode()
+    return head + text.encode() + b"\n\n"
 
 
 def named(payload: object, name: str, event_id: str) -> bytes:

@@ -19,7 +19,7 @@ from gen.server.openai.generation import (
     Place,
     ServedModel,
 )
-from gen.server.openai.requests import ChatCompletionRequest, CompletionRequest
+from gen.server.openai.requests import Sampling
 
 
 class ServerState:
@@ -61,14 +61,14 @@ class ServerState:
                 kind="invalid_request_error",  # OpenAI's, for this 404
             )
 
-    def check_request(self, req: ChatCompletionRequest | CompletionRequest) -> None:
+    def check_request(self, req: Sampling) -> None:
         """What a completion request's model checks could not: that it names this model (if any),
         that its length fits this model's window (a longer one is a mistake, not a wish),
         that its token ids are in its vocabulary; and stream_options only with stream."""
         if req.model is not None:  # without one, the one model served (as vLLM, llama.cpp)
             self.check_model(req.model, param="model")
         window, vocab = self.backend.context_window, self.backend.vocab_size
-        for name in ("max_tokens", "max_completion_tokens"):
+        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
             value = getattr(req, name, None)
             if value is not None and value > window:
                 raise APIError(
@@ -100,7 +100,7 @@ class ServerState:
         self,
         ids: list[int],
         params: SamplingParams,
-        req: ChatCompletionRequest | CompletionRequest,
+        req: Sampling,
         place: Place,
     ) -> Generation:
         """Submit an admitted request to the engine; the generation then holds its place."""

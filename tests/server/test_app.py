@@ -344,6 +344,7 @@ def test_openapi_describes_the_api() -> None:
         "/v1/models/{model_id}",
         "/v1/chat/completions",
         "/v1/completions",
+        "/v1/responses",
         "/health",
         "/metrics",
         "/openapi.json",
@@ -352,6 +353,10 @@ def test_openapi_describes_the_api() -> None:
     schemas = doc["components"]["schemas"]
     assert schemas["ChatCompletionRequest"]["properties"]["model"]["enum"] == ["fake"]
     assert {"ChatCompletion", "ChatCompletionChunk", "Completion", "ErrorResponse"} <= set(schemas)
+    assert {"ResponseRequest", "ResponseObject", "TextDeltaEvent"} <= set(schemas)
+    assert (
+        schemas["ResponseRequest"]["properties"]["max_output_tokens"]["anyOf"][0]["maximum"] == 64
+    )
 
 
 def test_loopback_addresses() -> None:

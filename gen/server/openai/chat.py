@@ -17,7 +17,7 @@ from gen.sampling import InvalidParam, TokenLogprob
 from gen.server.errors import APIError
 from gen.server.openai.generation import Place
 from gen.server.openai.logprobs import TokenBytes, chat_logprobs
-from gen.server.openai.requests import ChatCompletionRequest
+from gen.server.openai.requests import ChatCompletionRequest, ChatMessage
 from gen.server.openai.responses import (
     AssistantMessage,
     ChatChoice,
@@ -33,7 +33,7 @@ from gen.server.openai.responses import (
     Usage,
     usage,
 )
-from gen.server.openai.streaming import Chunk, respond
+from gen.server.openai.streaming import Chunk, error_chunks, respond
 from gen.server.openai.tools import read_calls
 from gen.server.request import admitted, parse_body, server_state
 
@@ -131,6 +131,9 @@ class ChatChunks:
     def usage(self, delta: Delta) -> BaseModel:
         return self._chunk([], usage(delta))
 
+    def failure(self, error: APIError) -> list[BaseModel]:
+        return error_chunks(error)
+
     def choice(self, done: Collected) -> BaseModel:
         calls = read_calls(done.text) if self.calling else None
         message = (
@@ -146,12 +149,12 @@ class ChatChunks:
         )
 
 
-def _messages(req: ChatCompletionRequest) -> list[Message]:
+def template_messages(messages: list[ChatMessage]) -> list[Message]:
     """The turns as the chat template takes them (a developer message is a system one; an
     assistant turn's tool calls and a tool turn's call id go with them, gen.engine.chat
     renders them)."""
     turns: list[Message] = []
-    for m in req.messages:
+    for m in messages:
         turn: Message = {"role": "system" if m.role == "developer" else m.role}
         turn["content"] = m.text()
         if m.tool_calls:
@@ -188,7 +191,7 @@ async def chat_completions(request: Request, place: Place) -> Response:
     try:  # off the event loop: a long prompt takes seconds, and other streams go on
         ids = await asyncio.to_thread(
             backend.encode,
-            _messages(req),
+            template_messages(req.messages),
             continue_final=req.continue_final_message,
             add_generation_prompt=req.wants_generation_prompt(),
             tools=tools,

@@ -25,7 +25,7 @@ from gen.server.openai.responses import (
     TextStamp,
     usage,
 )
-from gen.server.openai.streaming import Chunk, respond
+from gen.server.openai.streaming import Chunk, error_chunks, respond
 from gen.server.request import admitted, parse_body, server_state
 from gen.server.state import ServerState
 
@@ -100,6 +100,9 @@ class TextChunks:
 
     def usage(self, delta: Delta) -> BaseModel:
         return self._chunk([], delta)
+
+    def failure(self, error: APIError) -> list[BaseModel]:
+        return error_chunks(error)
 
     def choice(self, done: Collected) -> BaseModel:
         placed = self.offsets.take(done.text, done.logprobs) + self.offsets.rest()

@@ -156,8 +156,8 @@ class StructuredOutputs(_Request):
         return None
 
 
-class _Sampling(_Request):
-    """What chat and text completions share."""
+class Sampling(_Request):
+    """What every generation request shares (chat and text completions, responses)."""
 
     model: str | None = Field(default=None, description="the one model served, if given")
     structured_outputs: StructuredOutputs | None = None
@@ -243,7 +243,7 @@ class _Sampling(_Request):
         return found[0] if found else None
 
 
-class ChatCompletionRequest(_Sampling):
+class ChatCompletionRequest(Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = Field(
@@ -296,7 +296,7 @@ class ChatCompletionRequest(_Sampling):
         return tool_constraint(tools, required, self.parallel_tool_calls)
 
 
-class CompletionRequest(_Sampling):
+class CompletionRequest(Sampling):
     prompt: str | list[str] | list[TokenId] | list[list[TokenId]] = Field(
         description="text, token ids, or a list of either: one choice per prompt"
     )

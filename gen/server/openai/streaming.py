@@ -1,14 +1,14 @@
 """Answering with generations (one per choice: a text completion's list of prompts has
 several): Server-Sent Events in OpenAI's order (opening chunks, text chunks, exactly one
 chunk with a finish_reason per choice, the usage chunk if asked, `[DONE]`; an error
-mid-stream as `data: {"error": …}` then `[DONE]`), or one JSON body once all are done.
-Either way a client that goes away ends its generations at once."""
+mid-stream as the endpoint words it, `data: {"error": …}` for completions, then `[DONE]`),
+or one JSON body once all are done. Either way a client that goes away ends its
+generations at once."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -19,9 +19,10 @@ from starlette.responses import JSONResponse, Response
 
 from gen.backends.base import Delta
 from gen.backends.collect import Collected, collect
-from gen.server.errors import from_exception
+from gen.server.errors import APIError, from_exception
 from gen.server.openai.generation import Generation
-from gen.server.openai.responses import dump, usage
+from gen.server.openai.responses import ErrorResponse, dump, usage
+from gen.server.openai.responses_api import StreamEvent
 from gen.server.sse import EventStream, data
 
 Chunk = BaseModel | str  # a chunk, or one already written as JSON (a TextStamp's)
@@ -29,7 +30,8 @@ Chunk = BaseModel | str  # a chunk, or one already written as JSON (a TextStamp'
 
 class Chunks(Protocol):
     """How one endpoint words its answer: streamed as chunks (opening, those of each delta,
-    those of the finish, usage), or whole as one `body` with its one `choice`."""
+    those of the finish, usage; those of an error mid-stream), or whole as one `body` with
+    its one `choice`."""
 
     id: str
     created: int
@@ -38,15 +40,22 @@ class Chunks(Protocol):
     @property
     def body(self) -> Callable[..., BaseModel]: ...  # ChatCompletion, Completion
 
-    def opening(self) -> list[Chunk]: ...
+    def opening(self) -> Sequence[Chunk]: ...
 
-    def piece(self, delta: Delta) -> list[Chunk]: ...
+    def piece(self, delta: Delta) -> Sequence[Chunk]: ...
 
-    def finish(self, delta: Delta) -> list[Chunk]: ...
+    def finish(self, delta: Delta) -> Sequence[Chunk]: ...
 
     def usage(self, delta: Delta) -> BaseModel: ...
 
     def choice(self, done: Collected) -> BaseModel: ...
+
+    def failure(self, error: APIError) -> Sequence[Chunk]: ...
+
+
+def error_chunks(error: APIError) -> list[BaseModel]:
+    """An error mid-stream as chat and text completions send it: `data: {"error": …}`."""
+    return [ErrorResponse.model_validate(error.body())]
 
 
 def summed(counts: Sequence[Delta | Collected]) -> Delta:
@@ -110,7 +119,11 @@ async def merged(streams: Sequence[AsyncIterator[T]]) -> AsyncIterator[tuple[int
 
 
 def _event(chunk: Chunk) -> bytes:
-    return data(chunk if isinstance(chunk, str) else chunk.model_dump_json())
+    if isinstance(chunk, str):
+        return data(chunk)
+    if isinstance(chunk, StreamEvent):  # the Responses API names each event by its type
+        return data(chunk.model_dump_json(), name=chunk.type)
+    return data(chunk.model_dump_json())
 
 
 async def _events(
@@ -132,7 +145,8 @@ async def _events(
         if include_usage:
             yield _event(chunks[0].usage(summed(ends)))
     except Exception as exc:  # mid-stream: the status line has gone out already
-        yield data(json.dumps(from_exception(exc).body(), ensure_ascii=False))
+        for chunk in chunks[0].failure(from_exception(exc)):
+            yield _event(chunk)
     finally:
         with anyio.CancelScope(shield=True):  # a client gone: abort now, even while cancelled
             await _close(gens)

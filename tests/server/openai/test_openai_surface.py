@@ -84,7 +84,7 @@ def test_a_history_with_tool_calls_is_accepted(client: openai.OpenAI) -> None:
     assert r.usage.prompt_tokens > bare.usage.prompt_tokens + 5  # the call is in the prompt
 
 
-@pytest.mark.parametrize("path", ["/chat/completions", "/completions", "/runs"])
+@pytest.mark.parametrize("path", ["/chat/completions", "/completions", "/responses", "/runs"])
 @pytest.mark.parametrize("kind", ["application/x-www-form-urlencoded", "text/plain", None])
 def test_bodies_must_be_sent_as_json(server: Server, path: str, kind: str | None) -> None:
     body = json.dumps({"model": MODEL, "prompt": "hi", "messages": SPRING, "max_tokens": 2})

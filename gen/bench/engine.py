@@ -14,6 +14,7 @@ import torch
 
 from gen.bench.constraint import constraint_cost
 from gen.bench.load import measure as measure_load
+from gen.bench.served import Single
 from gen.engine import Engine, SamplingParams
 from gen.engine.chat import encode_chat
 from gen.engine.config import EngineConfig
@@ -132,6 +133,7 @@ def run_bench(
     round_tokens: int = 64,
     mixed_max: int = 256,
     served: bool = True,
+    served_single_runs: int = 3,
     constraint_tokens: int = 32,
     constraint_runs: int = 2,
     peers: bool = False,
@@ -224,10 +226,22 @@ def run_bench(
     if served:
         from gen.bench.served import run_served
 
+        # single streams after the mixed batch, each on a prompt not seen before (the
+        # chat template's system prompt cached, as in the server after its mixed batch)
+        unseen = prompt_messages(mixed_requests + served_single_runs)[mixed_requests:]
+        progress(f"single stream after the mixed batch: {single_tokens} tokens x {len(unseen)}")
+        here = [_single(engine, encode_chat(loaded.tokenizer, m), params) for m in unseen]
         progress(f"mixed batch over HTTP: {mixed_requests} streaming clients to gen serve")
         expected = [c.text.rstrip("\ufffd") for c in done]  # (a reply never ends in half a char)
         http = run_served(
-            model, config.dtype, loaded.name, prompt_messages(mixed_requests), lengths, expected
+            model,
+            config.dtype,
+            loaded.name,
+            prompt_messages(mixed_requests),
+            lengths,
+            expected,
+            unseen,
+            single_tokens,
         )
         results["served"] = {
             "requests": mixed_requests,
@@ -237,6 +251,7 @@ def run_bench(
             "overhead_ratio": round(http.seconds / ours_mixed, 3),
             "tokens": http.tokens,
             "identical": http.identical,
+            "single": _single_figures(http.single, here),
         }
 
     if peers:
@@ -310,6 +325,37 @@ def run_bench(
         reference = load_model(model, replace(config, dtype="float32"))
         results["quality"] = quality(loaded, reference, tokens=quality_tokens)
     return results
+
+
+def _single(engine: Engine, prompt: list[int], params: SamplingParams) -> Single:
+    """One stream alone in process: seconds to its first text, tokens a second after."""
+    start = time.perf_counter()
+    times: list[float] = []
+    tokens = 0
+    for out in engine.stream(prompt, params):
+        if out.text:
+            times.append(time.perf_counter())
+        tokens += len(out.token_ids)
+    return Single(times[0] - start, (tokens - 1) / (times[-1] - times[0]))
+
+
+def _single_figures(served: list[Single], here: list[Single]) -> dict[str, Any]:
+    """Single streams over HTTP against the same in process: means, and their ratios
+    (time to first token: served / in process; decoding: in process / served)."""
+    n = len(here)
+    first = sum(s.first_token for s in served) / n
+    first_here = sum(s.first_token for s in here) / n
+    decode = sum(s.decode_tokens_per_second for s in served) / n
+    decode_here = sum(s.decode_tokens_per_second for s in here) / n
+    return {
+        "runs": n,
+        "first_token_seconds": round(first, 4),
+        "in_process_first_token_seconds": round(first_here, 4),
+        "first_token_ratio": round(first / first_here, 3),
+        "decode_tokens_per_second": round(decode, 1),
+        "in_process_decode_tokens_per_second": round(decode_here, 1),
+        "decode_ratio": round(decode_here / decode, 3),
+    }
 
 
 def peer_figures(

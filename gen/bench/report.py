@@ -75,6 +75,14 @@ def engine_lines(r: dict[str, Any]) -> list[str]:
             f"b') over HTTP: {h['tokens']} tokens streamed; text equal to in-process for "
             f"{h['identical']} of {h['requests']} requests"
         )
+        if "single" in h:
+            g = h["single"]
+            lines.append(
+                f"b') one stream alone over HTTP (mean of {g['runs']}): first token "
+                f"{g['first_token_seconds']} s (in process {g['in_process_first_token_seconds']} "
+                f"s, {g['first_token_ratio']}x), decoding {g['decode_tokens_per_second']} tok/s "
+                f"(in process {g['in_process_decode_tokens_per_second']}, {g['decode_ratio']}x)"
+            )
     f = r["prefill"]
     lines.append(
         f"d) a {f['prompt_tokens']}-token prompt: {f['tokens_per_second']} tok/s; time to "

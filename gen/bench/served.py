@@ -25,10 +25,19 @@ START_SECONDS = 600.0  # loading the model (converting it, the first time)
 
 
 @dataclass(frozen=True, slots=True)
+class Single:
+    """One stream alone: seconds to its first text, and tokens a second after it."""
+
+    first_token: float
+    decode_tokens_per_second: float
+
+
+@dataclass(frozen=True, slots=True)
 class Served:
     seconds: float  # from the first request sent to the last stream's end
     tokens: int  # completion tokens, as the server's usage chunks count them
     identical: int  # streams whose text equals the in-process text for the same request
+    single: list[Single]  # single streams, one after another, after the mixed batch
 
 
 def free_port() -> int:
@@ -98,7 +107,11 @@ def serving(model: str, dtype: str | None, slots: int) -> Iterator[str]:
         yield f"{url}/v1"
 
 
-async def _stream(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str, int]:
+async def _stream(
+    client: httpx.AsyncClient, body: dict[str, Any], times: list[float] | None = None
+) -> tuple[str, int]:
+    """The text and completion tokens of one streamed chat request; `times` gets the
+    moment each piece of text came."""
     text, tokens = "", 0
     async with client.stream("POST", "/chat/completions", json=body) as r:
         r.raise_for_status()
@@ -109,10 +122,26 @@ async def _stream(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str,
             if "error" in chunk:
                 raise RuntimeError(f"the server: {chunk['error']}")
             for choice in chunk["choices"]:
-                text += choice["delta"].get("content") or ""
+                piece = choice["delta"].get("content") or ""
+                if piece and times is not None:
+                    times.append(time.perf_counter())
+                text += piece
             if chunk.get("usage"):
                 tokens = chunk["usage"]["completion_tokens"]
     return text, tokens
+
+
+async def send_one_by_one(url: str, bodies: list[dict[str, Any]]) -> list[Single]:
+    """Each body alone, one after another: its time to first text and its decode speed
+    (tokens after the first over the time after the first)."""
+    out = []
+    async with httpx.AsyncClient(base_url=url, timeout=None) as client:
+        for body in bodies:
+            times: list[float] = []
+            start = time.perf_counter()
+            _, tokens = await _stream(client, body, times)
+            out.append(Single(times[0] - start, (tokens - 1) / (times[-1] - times[0])))
+    return out
 
 
 async def send_all(url: str, bodies: list[dict[str, Any]]) -> tuple[list[tuple[str, int]], float]:
@@ -151,13 +180,22 @@ def run_served(
     messages: list[list[Message]],
     lengths: list[int],
     expected: list[str],
+    single: list[list[Message]],
+    single_tokens: int,
 ) -> Served:
-    """Greedy, EOS ignored, request i asking for lengths[i] tokens, all sent at once."""
+    """Greedy, EOS ignored, request i asking for lengths[i] tokens, all sent at once; then
+    each of `single` alone, single_tokens tokens each."""
     bodies = mixed_bodies(model_name, messages, lengths)
+    alone = [
+        b | {"min_tokens": single_tokens}
+        for b in mixed_bodies(model_name, single, [single_tokens] * len(single))
+    ]
     with serving(model, dtype, max(16, len(bodies))) as url:
         results, seconds = asyncio.run(send_all(url, bodies))
+        singles = asyncio.run(send_one_by_one(url, alone))
     return Served(
         seconds=seconds,
         tokens=sum(tokens for _, tokens in results),
         identical=sum(text == want for (text, _), want in zip(results, expected, strict=True)),
+        single=singles,
     )

@@ -63,6 +63,13 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert (h["requests"], h["clients"], h["tokens"]) == (3, 3, 16 + 20 + 24)
     assert h["identical"] == 3  # greedy float32: the same text as in process
     assert h["seconds"] > 0 and h["overhead_ratio"] > 0
+    # then single streams on prompts neither side saw, over HTTP and in process
+    g = h["single"]
+    assert g["runs"] == 3
+    for key in ("first_token_seconds", "in_process_first_token_seconds", "first_token_ratio",
+                "decode_tokens_per_second", "in_process_decode_tokens_per_second",
+                "decode_ratio"):  # fmt: skip
+        assert g[key] > 0, key
 
 
 CONSTRAINT_KEYS = {
@@ -112,6 +119,11 @@ def test_the_cli_prints_json_and_a_table(
     assert "batched = alone: 3 of 3 requests" in table
     assert "b') the same over HTTP: 3 streaming clients to gen serve" in table
     assert f"{figures['served']['overhead_ratio']}x" in table
+    single = figures["served"]["single"]
+    assert (
+        f"b') one stream alone over HTTP (mean of 3): first token {single['first_token_seconds']} s"
+        in table
+    )
     assert "f) a JSON-schema row beside a free row, 6 tokens (tok/s)" in table
     assert f"f) the schema costs {figures['constraint']['overhead_ms_per_token']} ms" in table
     prefill = figures["prefill"]["tokens_per_second"]

@@ -29,9 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from gen.bench.served import Started, free_port, running, send_all
+from gen.bench.served import ServedError, Started, free_port, running, send_all
 
 LLAMA_CPP_PYTHON = "0.3.36"  # the llama-cpp-python release whose vendored llama.cpp we build
 PROGRAMS = ("llama-bench", "llama-server", "llama-quantize")
@@ -236,7 +234,7 @@ def run_peers(
     try:
         with llama_server(folder, gguf, threads, len(bodies)) as url:
             results, seconds = asyncio.run(send_all(url, bodies))
-    except httpx.HTTPError as exc:  # it dropped its clients mid-batch (llama-server died)
+    except ServedError as exc:  # it dropped its clients mid-batch (llama-server died)
         figures["server_error"] = f"{type(exc).__name__}: {exc}"
     else:
         figures["server_mixed_seconds"] = round(seconds, 2)

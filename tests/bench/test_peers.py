@@ -8,15 +8,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
 import pytest
 
 from gen.bench import engine as bench
@@ -167,20 +168,29 @@ def test_a_llama_server_that_drops_its_clients_is_reported_not_raised(
 
     @contextlib.contextmanager
     def server(*args: Any, **kwargs: Any) -> Iterator[str]:
-        yield "http://127.0.0.1:9/v1"
+        """A server that reads a request's head and hangs up without an answer."""
+        listener = socket.create_server(("127.0.0.1", 0))
 
-    async def dropped(url: str, bodies: list[Any]) -> Any:
-        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+        def hang_up() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn, _ = listener.accept()
+                    conn.recv(65536)
+                    conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        finally:
+            listener.close()
 
     monkeypatch.setattr(bench_peers, "llama_server", server)
-    monkeypatch.setattr(bench_peers, "send_all", dropped)
     monkeypatch.setattr(bench_peers, "llama_load", lambda *a: {"load_seconds": 0.3})
-    figures = bench_peers.run_peers(tmp_path / "m.gguf", 2, [], lambda _: None)
+    bodies = [{"model": "m", "messages": [{"role": "user", "content": "春天 🌸"}]}]
+    figures = bench_peers.run_peers(tmp_path / "m.gguf", 2, bodies, lambda _: None)
     assert figures["tg256"] == 150.0 and "server_mixed_seconds" not in figures
-    assert figures["server_error"] == (
-        "RemoteProtocolError: Server disconnected without sending a response."
-    )
+    assert figures["server_error"].startswith("ServedError: the stream from http://127.0.0.1:")
     figures["single_ratio"] = 1.2
     line = report.peers_line(figures, {"new_tokens": 256, "decode_tokens_per_second": 180.0})
-    assert "the mixed batch on llama-server failed (RemoteProtocolError: Server" in line
+    assert "the mixed batch on llama-server failed (ServedError: the stream" in line
     assert "mixed batch 1" not in line  # no ratio without its figure

@@ -152,33 +152,34 @@ def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
             assert torch.equal(k.qlinear(x[70 - m :], packed, kind | PACKED, b), full[70 - m :])
 
 
+@pytest.mark.parametrize("kind", [kind for kind in PACKED_KINDS if kind != Q8_0], ids=NAMES.get)
 @pytest.mark.parametrize("M", [9, 16, 33, 512])
-def test_q6_k_prompts_sum_as_their_rows_do_alone(k: ModuleType, isa: str, M: int) -> None:
-    """Q6_K packed for more than eight rows (at AVX-512 its quants widened to float32
-    once per call, a slab of groups at a time): gguf_blocks.packed_reference's bits, within
-    float32 rounding of the product over the dequantised matrix, and each row's bits as it
-    has them alone (a decoding row), in a batch of eight or nine, or split between other
-    threads. 25 groups: an odd one left alone in its register (slabs of 6 at K = 1536)."""
+def test_prompts_sum_as_their_rows_do_alone(k: ModuleType, isa: str, kind: int, M: int) -> None:
+    """The factored types packed, more than eight rows (at AVX-512 the quants widened to
+    float32 once per call, a slab of groups at a time): gguf_blocks.packed_reference's
+    bits, within float32 rounding of the product over the dequantised matrix, and each
+    row's bits as it has them alone (a decoding row), in a batch of eight or nine, or split
+    between other threads. 25 groups: an odd one left alone in its register."""
     K, N = 1536, 200
-    blocks, dense_w = blocks_of(Q6_K, N, K, M)
-    packed = k.qpack(blocks, Q6_K, K)
+    blocks, dense_w = blocks_of(kind, N, K, M + kind)
+    packed = k.qpack(blocks, kind, K)
     x = torch.randn(M, K) * torch.rand(M, 1) * 4
     b = torch.randn(N)
-    full = k.qlinear(x, packed, Q6_K | PACKED, b)
-    want = packed_reference(x.numpy(), blocks.numpy(), Q6_K, b.numpy())
+    full = k.qlinear(x, packed, kind | PACKED, b)
+    want = packed_reference(x.numpy(), blocks.numpy(), kind, b.numpy())
     assert np.array_equal(full.numpy(), want)
     exact = x.double() @ dense_w.double().T + b.double()
     scale = dense_w.abs().max().item()
     torch.testing.assert_close(full.double(), exact, rtol=1e-5, atol=2e-6 * K * scale)
     for i in (0, M // 2, M - 1):
-        assert torch.equal(k.qlinear(x[i : i + 1], packed, Q6_K | PACKED, b), full[i : i + 1])
+        assert torch.equal(k.qlinear(x[i : i + 1], packed, kind | PACKED, b), full[i : i + 1])
     for m in (8, 9):
-        assert torch.equal(k.qlinear(x[M - m :], packed, Q6_K | PACKED, b), full[M - m :])
+        assert torch.equal(k.qlinear(x[M - m :], packed, kind | PACKED, b), full[M - m :])
     threads = torch.get_num_threads()
     try:
         for n in (1, 3):  # 25 groups in one piece, or 9, 9 and 7
             torch.set_num_threads(n)
-            assert torch.equal(k.qlinear(x, packed, Q6_K | PACKED, b), full)
+            assert torch.equal(k.qlinear(x, packed, kind | PACKED, b), full)
     finally:
         torch.set_num_threads(threads)
 

@@ -1882,8 +1882,11 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
     });
     return y;
   }
-  std::vector<float> sx(M * (K / kBlock));
-  block_sums(xp, M, K, sx.data());
+  const int64_t blocks = K / kBlock;
+  std::vector<float> sx(M * blocks);
+  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+    block_sums(xp + m0 * K, m1 - m0, K, sx.data() + m0 * blocks);
+  });
   const bool wide = g_isa == kIsaAvx512;
   if (wide && M > 8) {  // prompts and batches: the quants widened once per call
     with_type(type, [&](auto t) {

@@ -152,6 +152,38 @@ def test_packed_blocks_sum_in_their_stated_order_whatever_the_batch(
             assert torch.equal(k.qlinear(x[70 - m :], packed, kind | PACKED, b), full[70 - m :])
 
 
+@pytest.mark.parametrize("kind", [kind for kind in PACKED_KINDS if kind != Q8_0], ids=NAMES.get)
+@pytest.mark.parametrize("M", [9, 16, 33, 512])
+def test_prompts_sum_as_their_rows_do_alone(k: ModuleType, isa: str, kind: int, M: int) -> None:
+    """The factored types packed, more than eight rows (at AVX-512 the quants widened to
+    float32 once per call, a slab of groups at a time): gguf_blocks.packed_reference's
+    bits, within float32 rounding of the product over the dequantised matrix, and each
+    row's bits as it has them alone (a decoding row), in a batch of eight or nine, or split
+    between other threads. 25 groups: an odd one left alone in its register."""
+    K, N = 1536, 200
+    blocks, dense_w = blocks_of(kind, N, K, M + kind)
+    packed = k.qpack(blocks, kind, K)
+    x = torch.randn(M, K) * torch.rand(M, 1) * 4
+    b = torch.randn(N)
+    full = k.qlinear(x, packed, kind | PACKED, b)
+    want = packed_reference(x.numpy(), blocks.numpy(), kind, b.numpy())
+    assert np.array_equal(full.numpy(), want)
+    exact = x.double() @ dense_w.double().T + b.double()
+    scale = dense_w.abs().max().item()
+    torch.testing.assert_close(full.double(), exact, rtol=1e-5, atol=2e-6 * K * scale)
+    for i in (0, M // 2, M - 1):
+        assert torch.equal(k.qlinear(x[i : i + 1], packed, kind | PACKED, b), full[i : i + 1])
+    for m in (8, 9):
+        assert torch.equal(k.qlinear(x[M - m :], packed, kind | PACKED, b), full[M - m :])
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 3):  # 25 groups in one piece, or 9, 9 and 7
+            torch.set_num_threads(n)
+            assert torch.equal(k.qlinear(x, packed, kind | PACKED, b), full)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_quant_linear_packs_rows_in_eights(k: ModuleType) -> None:
     cases = [(Q4_1, 16, True), (Q4_0, 24, True), (Q8_0, 8, True), (Q4_1, 12, False)]
     cases += [(Q5_0, 8, True), (Q5_0, 12, False), (Q4_K, 16, True), (Q4_K, 12, False)]
@@ -383,6 +415,39 @@ def test_the_loader_runs_the_files_blocks_with_the_float32_models_numbers(
     torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
     model._stack = False  # the loop in Python, product by product: the same bits
     assert torch.equal(logits(model), ours)
+
+
+@torch.inference_mode()
+def test_a_prompts_logits_are_the_same_alone_token_by_token_or_batched(
+    k: ModuleType, isa: str, tmp_path: Path
+) -> None:
+    """The written file (layer 1's down projection Q6_K, every packed type somewhere): a
+    prompt's logits at every position in one call (many rows a product), token by token
+    (decoding rows) and beside another prompt in another cache row, bit for bit."""
+    path = tmp_path / "tiny.gguf"
+    reference, _ = write_gguf(path)
+    model, _ = load_gguf_model(path, reference.cfg, k)
+    ids, other = tok.encode("你好，世界 🎉 a prompt of a few words"), tok.encode("灯塔 🗼 far off")
+    n, o = len(ids), len(other)
+
+    def fresh() -> KVCache:
+        cache = KVCache(reference.cfg, max_slots=2, max_len=64)
+        cache.reserve(2, 64)
+        return cache
+
+    def run(ids: list[int], positions: list[int], slots: list[int], cache: KVCache,
+            last: list[int], prompt: bool = True) -> torch.Tensor:  # fmt: skip
+        t = torch.tensor
+        return model.forward_tokens(t(ids), t(positions), t(slots), cache, t(last), prompt)
+
+    alone = run(ids, list(range(n)), [0] * n, fresh(), list(range(n)))
+    cache = fresh()
+    steps = [run([ids[i]], [i], [0], cache, [0], prompt=False) for i in range(n)]
+    batched = run(other + ids, [*range(o), *range(n)], [1] * o + [0] * n, fresh(),
+                  list(range(o, o + n)))  # fmt: skip
+    assert alone.shape == (n, reference.cfg.vocab_size)
+    assert torch.equal(torch.cat(steps), alone)
+    assert torch.equal(batched, alone)
 
 
 def test_a_file_missing_a_tensor_is_named(k: ModuleType, tmp_path: Path) -> None:

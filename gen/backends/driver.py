@@ -16,6 +16,7 @@ from typing import Any
 
 from gen.engine import Engine, Output
 from gen.engine.engine import EngineStats
+from gen.engine.threads import release_pool
 from gen.sampling import SamplingParams
 
 Deliver = Callable[[Output | BaseException], None]
@@ -31,6 +32,10 @@ class EngineDriver:
         self._woken: dict[int, Wake] = {}  # those to call once the step's outputs are out
         self._stopped = False
         self.stats = EngineStats()  # published by the driver thread, read from any
+        # the engine's parallel loops run on the driver thread from now on: the workers
+        # this thread started (loading the model) would make both pools sleep between
+        # loops (gen.engine.threads)
+        release_pool()
         self._thread = threading.Thread(target=self._loop, name="gen-engine", daemon=True)
         self._thread.start()
 

@@ -36,20 +36,26 @@ class Record:
         return f"{file}:{self.line}"
 
 
+def read_text(path: Path, what: str) -> str:
+    """The text of a user's file of `what` (records, requests), decoded as gen decodes a
+    source; a ConfigError naming the file where it cannot be read."""
+    file = str(path)
+    try:
+        if stat.S_ISCHR(path.stat().st_mode):  # /dev/zero would be read for ever
+            raise ConfigError(f"{file}: the {what} must be a file, not a device")
+        return decode_source(path.read_bytes(), file, ConfigError)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} file not found: {file}") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the {what}: {exc.strerror}") from None
+
+
 def read_records(path: Path, key_field: str | None = None) -> list[Record]:
     """The records of `path`, keyed by `key_field` (slugified, made unique) or by number."""
     file = str(path)
     if path.suffix.lower() not in FORMATS:
         raise ConfigError(f"{file}: the records must be a .csv, .jsonl or .yaml file")
-    try:
-        if stat.S_ISCHR(path.stat().st_mode):  # /dev/zero would be read for ever
-            raise ConfigError(f"{file}: the records must be a file, not a device")
-        text = decode_source(path.read_bytes(), file, ConfigError)
-    except FileNotFoundError:
-        raise ConfigError(f"records file not found: {file}") from None
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read the records: {exc.strerror}") from None
-    text = text.removeprefix("\ufeff")  # the byte order mark spreadsheets write
+    text = read_text(path, "records").removeprefix("\ufeff")  # (the mark spreadsheets write)
     suffix = path.suffix.lower()
     if suffix == ".csv":
         records = _csv(text, file)

@@ -6,13 +6,13 @@ all (not readable, not UTF-8, not JSON Lines, empty) is a ConfigError at FILE:LI
 from __future__ import annotations
 
 import json
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gen.errors import ConfigError
-from gen.pipeline.snippet import decode_source, located_error
+from gen.pipeline.records import read_text
+from gen.pipeline.snippet import located_error
 from gen.values import described
 
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions")
@@ -45,14 +45,7 @@ def read_requests(path: Path) -> list[BatchRequest]:
     """Every non-blank line of `path`, checked. Raises ConfigError where not one line is a
     request (the file is not one of OpenAI's batch files): at the first line's problem."""
     file = str(path)
-    try:
-        if stat.S_ISCHR(path.stat().st_mode):  # /dev/zero would be read for ever
-            raise ConfigError(f"{file}: the requests must be a file, not a device")
-        text = decode_source(path.read_bytes(), file, ConfigError)
-    except FileNotFoundError:
-        raise ConfigError(f"requests file not found: {file}") from None
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read the requests: {exc.strerror}") from None
+    text = read_text(path, "requests")
     lines = text.removeprefix("\ufeff").split("\n")  # JSON strings may hold U+2028
     requests: list[BatchRequest] = []
     first: dict[str, int] = {}  # custom_id: the line that holds it

@@ -76,6 +76,9 @@ class EventStream(Response):
         sending = watching = pinging = None
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            if scope.get("method") == "HEAD":  # (Starlette answers HEAD on a GET route)
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             self.sent_at = loop.time()
             sending = asyncio.ensure_future(self._send_all(send))
             watching = asyncio.ensure_future(_disconnected(receive))

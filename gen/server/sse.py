@@ -1,5 +1,5 @@
 """Server-Sent Events as a plain ASGI response: each event, already framed as bytes, goes
-out with one `send` as it comes; a comment line keeps a quiet stream alive; the client
+out with one `send` as it comes; a comment line every so often keeps it alive; the client
 going away ends the events' iterator at once (its `finally` runs, so a generation is
 aborted and its memory freed).
 
@@ -51,10 +51,11 @@ def retry(ms: int, comment: str) -> bytes:
 
 
 class EventStream(Response):
-    """A response of the events `events` yields; `ping` seconds without one send a
-    comment line (0: never). `on_close` (awaited, shielded from cancellation) runs
-    however the response ends, even when the events never started. (A Response by
-    type, for the routes; it keeps none of a plain one's state.)"""
+    """A response of the events `events` yields, and a comment line every `ping` seconds
+    (0: never) that keeps proxies and clients from timing a quiet stream out. `on_close`
+    (awaited, shielded from cancellation) runs however the response ends, even when the
+    events never started. (A Response by type, for the routes; it keeps none of a plain
+    one's state.)"""
 
     def __init__(
         self,
@@ -69,17 +70,14 @@ class EventStream(Response):
         self.on_close = on_close
         merged = HEADERS | {k.lower(): v for k, v in (headers or {}).items()}
         self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()]
-        self.sent_at = 0.0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        loop = asyncio.get_running_loop()
         sending = watching = pinging = None
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
             if scope.get("method") == "HEAD":  # (Starlette answers HEAD on a GET route)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
-            self.sent_at = loop.time()
             sending = asyncio.ensure_future(self._send_all(send))
             watching = asyncio.ensure_future(_disconnected(receive))
             tasks = {sending, watching}
@@ -100,18 +98,13 @@ class EventStream(Response):
             await _shielded(self._close())
 
     async def _send_all(self, send: Send) -> None:
-        loop = asyncio.get_running_loop()
         async for chunk in self.events:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            self.sent_at = loop.time()
 
     async def _keep_alive(self, send: Send) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(max(0.0, self.sent_at + self.ping - loop.time()))
-            if loop.time() - self.sent_at >= self.ping:
-                await send({"type": "http.response.body", "body": PING, "more_body": True})
-                self.sent_at = loop.time()
+            await asyncio.sleep(self.ping)
+            await send({"type": "http.response.body", "body": PING, "more_body": True})
 
     async def _close(self) -> None:
         close = getattr(self.events, "aclose", None)

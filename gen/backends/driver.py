@@ -29,7 +29,7 @@ class EngineDriver:
         self._commands: queue.Queue[tuple[str, tuple[Any, ...]]] = queue.Queue()
         self._listeners: dict[str, Deliver] = {}
         self._wakers: dict[str, Wake] = {}  # by request, for those submitted with one
-        self._woken: dict[int, Wake] = {}  # those to call once the step's outputs are out
+        self._woken: set[Wake] = set()  # those to call once the step's outputs are out
         self._stopped = False
         self.stats = EngineStats()  # published by the driver thread, read from any
         # the engine's parallel loops run on the driver thread from now on: the workers
@@ -134,7 +134,7 @@ class EngineDriver:
                 self.engine.abort(rid)
             return
         if wake is not None:
-            self._woken[id(wake)] = wake
+            self._woken.add(wake)  # (an inbox's bound wake: equal for all its requests)
 
     def _forget(self, rid: str) -> None:
         self._listeners.pop(rid, None)
@@ -142,8 +142,8 @@ class EngineDriver:
 
     def _wake(self) -> None:
         """Each listener that was given something since the last call, woken once."""
-        woken, self._woken = self._woken, {}
-        for wake in woken.values():
+        woken, self._woken = self._woken, set()
+        for wake in woken:
             with contextlib.suppress(Exception):  # (a waker ends its own requests if it must)
                 wake()
 

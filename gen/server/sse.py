@@ -14,6 +14,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
+import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -79,7 +80,7 @@ class EventStream(Response):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
             sending = asyncio.ensure_future(self._send_all(send))
-            watching = asyncio.ensure_future(_disconnected(receive))
+            watching = asyncio.ensure_future(disconnected(receive))
             tasks = {sending, watching}
             if self.ping > 0:
                 pinging = asyncio.ensure_future(self._keep_alive(send))
@@ -95,7 +96,8 @@ class EventStream(Response):
                 if task is not None:
                     with contextlib.suppress(asyncio.CancelledError, OSError):
                         await task
-            await _shielded(self._close())
+            with anyio.CancelScope(shield=True):  # the events closed, even while cancelled
+                await self._close()
 
     async def _send_all(self, send: Send) -> None:
         async for chunk in self.events:
@@ -114,16 +116,7 @@ class EventStream(Response):
             await self.on_close()
 
 
-async def _disconnected(receive: Receive) -> None:
+async def disconnected(receive: Receive) -> None:
+    """Returns once the client has gone away (the request's body, if any, read past)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-async def _shielded(work: Awaitable[None]) -> None:
-    """`work` run to its end even if the task awaiting it is being cancelled."""
-    task = asyncio.ensure_future(work)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise

@@ -23,7 +23,7 @@ from gen.server.errors import APIError, from_exception
 from gen.server.openai.generation import Generation
 from gen.server.openai.responses import ErrorResponse, dump, usage
 from gen.server.openai.responses_api import StreamEvent
-from gen.server.sse import EventStream, data
+from gen.server.sse import EventStream, data, disconnected
 
 Chunk = BaseModel | str  # a chunk, or one already written as JSON (a TextStamp's)
 
@@ -158,11 +158,6 @@ async def _close(gens: Sequence[Generation]) -> None:
         await gen.close()
 
 
-async def _disconnected(request: Request) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-
-
 async def _collect_all(gens: Sequence[Generation]) -> list[Collected]:
     return list(await asyncio.gather(*(collect(g) for g in gens)))
 
@@ -173,7 +168,7 @@ async def collect_unless_gone(
     """The whole generations, or None (and the generations aborted) if the client went
     away first."""
     done = asyncio.ensure_future(_collect_all(gens))
-    gone = asyncio.ensure_future(_disconnected(request))
+    gone = asyncio.ensure_future(disconnected(request.receive))
     try:
         await asyncio.wait([done, gone], return_when=asyncio.FIRST_COMPLETED)
     finally:

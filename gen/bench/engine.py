@@ -133,7 +133,7 @@ def run_bench(
     round_tokens: int = 64,
     mixed_max: int = 256,
     served: bool = True,
-    served_single_runs: int = 3,
+    served_single_runs: int = 5,
     constraint_tokens: int = 32,
     constraint_runs: int = 2,
     peers: bool = False,
@@ -226,18 +226,15 @@ def run_bench(
     if served:
         from gen.bench.served import run_served
 
-        # single streams after the mixed batch, each on a prompt not seen before (the
-        # chat template's system prompt cached, as in the server after its mixed batch)
-        unseen = prompt_messages(mixed_requests + served_single_runs)[mixed_requests:]
-        progress(f"single stream after the mixed batch: {single_tokens} tokens x {len(unseen)}")
-        here = [_single(engine, encode_chat(loaded.tokenizer, m), params) for m in unseen]
-        # the mixed batch again in process, warm as the served side is measured: its KV
-        # memory grown and its prompts' prefixes kept by the run before (a fresh process's
-        # first batch also pays the first touch of that memory: see docs/performance.md)
-        progress("mixed batch again, warm, in process")
-        _, ours_warm = timed(lambda: engine.generate(batch, plist))
-        progress(f"mixed batch over HTTP: {mixed_requests} streaming clients to gen serve")
+        # the mixed batch over HTTP and again in process, in turns (the machine drifts by
+        # as much as the overhead measured): both warm, their KV memory grown and their
+        # prompts' prefixes kept by the run before (a fresh process's first batch also
+        # pays the first touch of that memory: see docs/performance.md); then single
+        # streams in turns, each on a prompt neither side saw (the chat template's system
+        # prompt cached on both, as after a mixed batch)
+        progress(f"mixed batch: {mixed_requests} streaming clients to gen serve, in turns")
         expected = [c.text.rstrip("\ufffd") for c in done]  # (a reply never ends in half a char)
+        unseen = prompt_messages(mixed_requests + served_single_runs)[mixed_requests:]
         http = run_served(
             model,
             config.dtype,
@@ -245,18 +242,26 @@ def run_bench(
             prompt_messages(mixed_requests),
             lengths,
             expected,
+            lambda: timed(lambda: engine.generate(batch, plist))[1],
             unseen,
             single_tokens,
+            lambda m: _single(engine, encode_chat(loaded.tokenizer, m), params),
         )
+        served_s, here_s = sum(http.seconds), sum(http.in_process_seconds)
         results["served"] = {
             "requests": mixed_requests,
             "clients": mixed_requests,
-            "seconds": round(http.seconds, 2),
-            "in_process_seconds": round(ours_warm, 2),
-            "overhead_ratio": round(http.seconds / ours_warm, 3),
+            "rounds": len(http.seconds),
+            "seconds": round(served_s / len(http.seconds), 2),
+            "in_process_seconds": round(here_s / len(http.seconds), 2),
+            "overhead_ratio": round(served_s / here_s, 3),
+            "round_seconds": [
+                [round(a, 2), round(b, 2)]
+                for a, b in zip(http.seconds, http.in_process_seconds, strict=True)
+            ],
             "tokens": http.tokens,
             "identical": http.identical,
-            "single": _single_figures(http.single, here),
+            "single": _single_figures(http.single, http.single_here),
         }
 
     if peers:

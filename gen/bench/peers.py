@@ -233,6 +233,7 @@ def run_peers(
     progress(f"peers: the mixed batch to llama-server with {len(bodies)} slots")
     try:
         with llama_server(folder, gguf, threads, len(bodies)) as url:
+            asyncio.run(send_all(url, bodies))  # warm, as gen serve is measured
             results, seconds = asyncio.run(send_all(url, bodies))
     except ServedError as exc:  # it dropped its clients mid-batch (llama-server died)
         figures["server_error"] = f"{type(exc).__name__}: {exc}"

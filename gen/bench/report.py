@@ -75,6 +75,9 @@ def engine_lines(r: dict[str, Any]) -> list[str]:
             f"b') over HTTP: {h['tokens']} tokens streamed; text equal to in-process for "
             f"{h['identical']} of {h['requests']} requests"
         )
+        if "round_seconds" in h:  # (a result from before the rounds has one of each)
+            turns = ", ".join(f"{a} / {b}" for a, b in h["round_seconds"])
+            lines.append(f"b') served / in process, taken in turns (s): {turns}")
         if "single" in h:
             g = h["single"]
             lines.append(

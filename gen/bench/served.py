@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -35,10 +35,16 @@ class Single:
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    seconds: float  # from the first request sent to the last stream's end
-    tokens: int  # completion tokens, as the server's usage chunks count them
+    """The mixed batch over HTTP and in process, taken in turns (served, then in process,
+    `rounds` times) so that the machine's drift falls on both alike; and single streams
+    in turns the same way, each pair on a prompt neither side has seen."""
+
+    seconds: list[float]  # each round: from the first request sent to the last stream's end
+    in_process_seconds: list[float]  # each round: the same batch in process, just after
+    tokens: int  # completion tokens, as the server's usage chunks count them (last round)
     identical: int  # streams whose text equals the in-process text for the same request
     single: list[Single]  # single streams, one after another, after the mixed batch
+    single_here: list[Single]  # each of the same prompts in process, just after its served one
 
 
 def free_port() -> int:
@@ -178,24 +184,18 @@ async def _stream(
     return text, tokens
 
 
-async def send_one_by_one(url: str, bodies: list[dict[str, Any]]) -> list[Single]:
-    """Each body alone, one after another: its time to first text and its decode speed
-    (tokens after the first over the time after the first)."""
-    out = []
-    for body in bodies:
-        times: list[float] = []
-        start = time.perf_counter()
-        _, tokens = await _stream(url, body, times)
-        out.append(Single(times[0] - start, (tokens - 1) / (times[-1] - times[0])))
-    return out
+async def send_one(url: str, body: dict[str, Any]) -> Single:
+    """One body alone: its time to first text and its decode speed (tokens after the
+    first over the time after the first)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    _, tokens = await _stream(url, body, times)
+    return Single(times[0] - start, (tokens - 1) / (times[-1] - times[0]))
 
 
 async def send_all(url: str, bodies: list[dict[str, Any]]) -> tuple[list[tuple[str, int]], float]:
-    """Each body as its own streaming client, all at once, after the same sent once
-    untimed (the server warm: its KV memory grown, its prompts' prefixes kept, as the
-    in-process figure is taken): each stream's text and completion tokens, and the
-    seconds for all."""
-    await asyncio.gather(*(_stream(url, b) for b in bodies))
+    """Each body as its own streaming client, all at once: each stream's text and
+    completion tokens, and the seconds for all."""
     start = time.perf_counter()
     results = await asyncio.gather(*(_stream(url, b) for b in bodies))
     return list(results), time.perf_counter() - start
@@ -226,22 +226,39 @@ def run_served(
     messages: list[list[Message]],
     lengths: list[int],
     expected: list[str],
+    here: Callable[[], float],
     single: list[list[Message]],
     single_tokens: int,
+    here_single: Callable[[list[Message]], Single],
+    rounds: int = 2,
 ) -> Served:
-    """Greedy, EOS ignored, request i asking for lengths[i] tokens, all sent at once; then
-    each of `single` alone, single_tokens tokens each."""
+    """Greedy, EOS ignored, request i asking for lengths[i] tokens, all sent at once:
+    once untimed (the server warm: its KV memory grown, its prompts' prefixes kept, as
+    the in-process figure is taken), then `rounds` times each followed by `here()`, the
+    same batch in process (its seconds). Then each of `single` alone, single_tokens
+    tokens each, followed by `here_single` on the same messages."""
     bodies = mixed_bodies(model_name, messages, lengths)
     alone = [
         b | {"min_tokens": single_tokens}
         for b in mixed_bodies(model_name, single, [single_tokens] * len(single))
     ]
+    seconds: list[float] = []
+    in_process: list[float] = []
     with serving(model, dtype, max(16, len(bodies))) as url:
-        results, seconds = asyncio.run(send_all(url, bodies))
-        singles = asyncio.run(send_one_by_one(url, alone))
+        asyncio.run(send_all(url, bodies))
+        for _ in range(rounds):
+            results, took = asyncio.run(send_all(url, bodies))
+            seconds.append(took)
+            in_process.append(here())
+        singles, singles_here = [], []
+        for body, m in zip(alone, single, strict=True):
+            singles.append(asyncio.run(send_one(url, body)))
+            singles_here.append(here_single(m))
     return Served(
         seconds=seconds,
+        in_process_seconds=in_process,
         tokens=sum(tokens for _, tokens in results),
         identical=sum(text == want for (text, _), want in zip(results, expected, strict=True)),
         single=singles,
+        single_here=singles_here,
     )

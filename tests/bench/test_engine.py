@@ -32,6 +32,7 @@ def figures() -> dict[str, Any]:
         constraint_runs=1,
         prefill_tokens=48,
         single_runs=2,
+        served_single_runs=2,
     )
 
 
@@ -63,9 +64,14 @@ def test_the_bench_reports_every_figure(figures: dict[str, Any]) -> None:
     assert (h["requests"], h["clients"], h["tokens"]) == (3, 3, 16 + 20 + 24)
     assert h["identical"] == 3  # greedy float32: the same text as in process
     assert h["seconds"] > 0 and h["overhead_ratio"] > 0
+    # measured in turns with the same batch in process, the ratio of their sums
+    assert h["rounds"] == len(h["round_seconds"]) == 2
+    served, here = (sum(r[i] for r in h["round_seconds"]) for i in (0, 1))
+    assert all(a > 0 and b > 0 for a, b in h["round_seconds"])
+    assert h["overhead_ratio"] == pytest.approx(served / here, rel=0.02)
     # then single streams on prompts neither side saw, over HTTP and in process
     g = h["single"]
-    assert g["runs"] == 3
+    assert g["runs"] == 2
     for key in ("first_token_seconds", "in_process_first_token_seconds", "first_token_ratio",
                 "decode_tokens_per_second", "in_process_decode_tokens_per_second",
                 "decode_ratio"):  # fmt: skip
@@ -119,9 +125,10 @@ def test_the_cli_prints_json_and_a_table(
     assert "batched = alone: 3 of 3 requests" in table
     assert "b') the same over HTTP: 3 streaming clients to gen serve" in table
     assert f"{figures['served']['overhead_ratio']}x" in table
+    assert "b') served / in process, taken in turns (s): " in table
     single = figures["served"]["single"]
     assert (
-        f"b') one stream alone over HTTP (mean of 3): first token {single['first_token_seconds']} s"
+        f"b') one stream alone over HTTP (mean of 2): first token {single['first_token_seconds']} s"
         in table
     )
     assert "f) a JSON-schema row beside a free row, 6 tokens (tok/s)" in table

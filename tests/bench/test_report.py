@@ -31,7 +31,8 @@ BENCH: dict[str, Any] = {
     "load": {"load_seconds": 1.5, "rss_mb": 400.0, "peak_rss_mb": 480.5, "model_rss_mb": 150.0,
              "dtype": "gguf", "file_mb": 93.8},
 }  # fmt: skip
-SERVED = {"requests": 32, "clients": 32, "seconds": 13.0, "in_process_seconds": 12.34,
+SERVED = {"requests": 32, "clients": 32, "rounds": 2, "seconds": 13.0,
+          "in_process_seconds": 12.34, "round_seconds": [[12.5, 12.0], [13.5, 12.68]],
           "overhead_ratio": 1.054, "tokens": 5000, "identical": 32,
           "single": {"runs": 3, "first_token_seconds": 0.052,
                      "in_process_first_token_seconds": 0.05, "first_token_ratio": 1.04,
@@ -77,6 +78,7 @@ EVERYTHING_LINES = [
     "b) prompt tokens 1200, of which copied from a shared prefix (the chat template's system "
     "prompt): 900",
     "b') over HTTP: 5000 tokens streamed; text equal to in-process for 32 of 32 requests",
+    "b') served / in process, taken in turns (s): 12.5 / 12.0, 13.5 / 12.68",
     "b') one stream alone over HTTP (mean of 3): first token 0.052 s (in process 0.05 s, 1.04x), "
     "decoding 101.5 tok/s (in process 104.0, 1.025x)",
     "d) a 512-token prompt: 800.5 tok/s; time to first token: 0.12 s; peak RSS: 900.0 MB",

@@ -3,7 +3,8 @@
 Every engine call happens on the driver thread, so the engine itself needs no locks.
 What a step produced is handed to its listeners together: each listener's `wake`, if it
 has one, is called once after all of a step's outputs went out (an event loop woken once
-per step, not once per token of every stream).
+per step, not once per token of every stream), when the next step has been scheduled and
+its forward begins, or at once if there is no next step.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class EngineDriver:
     ) -> None:
         """Run a request; deliver(item) takes each output (or the error that ended it) on
         the driver thread, and wake(), if given, is called once a step's outputs have all
-        been delivered."""
+        been delivered (as the next step starts, or at once if none follows)."""
         self._commands.put(("add", (request_id, prompt_ids, params, deliver, hold, wake)))
 
     def resume(self, request_id: str, max_tokens: int) -> None:
@@ -94,11 +95,16 @@ class EngineDriver:
                     block = False
             except queue.Empty:
                 pass
-            self._wake()
             if self._stopped or not self.engine.has_unfinished():
+                self._wake()
                 continue
             try:
-                outputs = self.engine.step()
+                # what the last step gave is handed over once this one is scheduled, as
+                # the model starts: the event loop then takes it (and the GIL) while the
+                # kernels run without the GIL, not while this thread still holds it (a
+                # loop woken then waited for the GIL and woke again: three wake-ups a
+                # token, each taking a core from the kernels' threads)
+                outputs = self.engine.step(scheduled=self._wake)
             except Exception as exc:  # a failed step fails every request in flight
                 for rid in list(self._listeners):
                     try:
@@ -115,7 +121,8 @@ class EngineDriver:
                     continue
                 gone = out.finished and out.request_id not in self.engine.requests
                 self._deliver(out.request_id, out, last=gone)
-            self._wake()
+            if not self.engine.has_unfinished():
+                self._wake()  # (no next step to hand them over at)
 
     def _deliver(self, rid: str, item: Output | BaseException, last: bool) -> None:
         """Hand item to rid's listener (forgotten after its `last` item); a listener that

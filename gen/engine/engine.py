@@ -6,7 +6,7 @@ It knows token ids and a tokenizer's decode(); prompts arrive already encoded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -182,10 +182,14 @@ class Engine:
             prefix_cache_bytes=self.runner.prefixes.nbytes,
         )
 
-    def step(self) -> list[Output]:
+    def step(self, scheduled: Callable[[], None] | None = None) -> list[Output]:
         """One step: the scheduler picks prompt pieces and decoding rows, they go through
-        the model together, and each row whose prompt has run samples its next token."""
+        the model together, and each row whose prompt has run samples its next token.
+        `scheduled` is called once they are picked, before the model runs (whether or not
+        anything was picked)."""
         step = self.scheduler.schedule()
+        if scheduled is not None:
+            scheduled()
         if not step:
             return []
         logits = self.runner.run(step.prompts, step.decode)  # (prompts + decode, vocab)

@@ -155,7 +155,8 @@ def test_attention_of_decoding_rows_matches_sdpa(k: ModuleType, H: int, KVH: int
 def test_attention_of_a_ragged_batch_is_causal_and_split_independent(k: ModuleType) -> None:
     """A prompt piece of 5 tokens (slot 2, positions 3..7, after 3 cached ones) beside a
     decoding row (slot 0, position 9): each token sees its own row up to itself. The
-    piece's tokens come out the same bits as when run one at a time, as decoding does."""
+    piece's tokens come out the same bits as when run one at a time, as decoding does,
+    and on any number of threads."""
     torch.manual_seed(7)
     H, KVH, D, C = 6, 2, 64, 16
     cache_k, cache_v = torch.randn(3, KVH, C, D), torch.randn(3, KVH, C, D)
@@ -176,6 +177,15 @@ def test_attention_of_a_ragged_batch_is_causal_and_split_independent(k: ModuleTy
         row = slice(i, i + 1)
         one = k.attention(qkv[row], one_k, one_v, slots[row], positions[row], H, KVH)
         assert torch.equal(one[0], out[i])
+    # the (token, head) tasks in pieces taken by however many threads come free: the same
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 3, 5):
+            torch.set_num_threads(n)
+            again = k.attention(qkv, cache_k.clone(), cache_v.clone(), slots, positions, H, KVH)
+            assert torch.equal(again, out)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("half", [64, 69, 3])

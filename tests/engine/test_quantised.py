@@ -177,7 +177,7 @@ def test_prompts_sum_as_their_rows_do_alone(k: ModuleType, isa: str, kind: int, 
         assert torch.equal(k.qlinear(x[M - m :], packed, kind | PACKED, b), full[M - m :])
     threads = torch.get_num_threads()
     try:
-        for n in (1, 3):  # 25 groups in one piece, or 9, 9 and 7
+        for n in (1, 3):  # 25 groups in one piece, or pieces of six taken as threads come free
             torch.set_num_threads(n)
             assert torch.equal(k.qlinear(x, packed, kind | PACKED, b), full)
     finally:

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -1466,6 +1467,31 @@ inline int64_t grain(int64_t row_elems) {
   return std::max<int64_t>(1, (16 * 1024) / std::max<int64_t>(1, row_elems));
 }
 
+// f(b, e) over [begin, end) in pieces the threads take as they come free, each a
+// multiple of `grain` from `begin` (about eight a thread), not one fixed share each: a
+// thread the OS takes away for a while (an event loop's, a client's on a machine of two
+// cores) then delays the call by its piece, not by half the call while the other waits.
+// What a row gets does not depend on who computes it or with which neighbours.
+template <class F>
+void parallel(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  const int64_t threads = at::get_num_threads();
+  if (threads <= 1 || n <= grain || at::in_parallel_region()) {
+    f(begin, end);
+    return;
+  }
+  const int64_t want = (n + threads * 8 - 1) / (threads * 8);
+  const int64_t piece = std::max<int64_t>(1, (want + grain - 1) / grain) * grain;
+  const int64_t pieces = (n + piece - 1) / piece;
+  std::atomic<int64_t> next{0};
+  at::parallel_for(0, std::min(threads, pieces), 1, [&](int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < pieces;
+         i = next.fetch_add(1, std::memory_order_relaxed))
+      f(begin + i * piece, std::min(end, begin + (i + 1) * piece));
+  });
+}
+
 void check(const at::Tensor& t, const char* name) {
   TORCH_CHECK(t.scalar_type() == at::kFloat, name, " must be float32");
   TORCH_CHECK(t.device().is_cpu(), name, " must be on the CPU");
@@ -1541,7 +1567,7 @@ at::Tensor linear(const at::Tensor& x_in, const at::Tensor& w, const c10::option
   const float* bp = bias_data(bias, N);
   float* yp = y.data_ptr<float>();
   // threads split the weight rows: each reads its own part of W once per call
-  at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
+  parallel(0, N, 48, [&](int64_t n0, int64_t n1) {
     linear_range(xp, M, K, wp, bp, yp, N, n0, n1);
   });
   return y;
@@ -1561,7 +1587,7 @@ at::Tensor norm_rows(at::Tensor& x, const float* r, const at::Tensor& w, double 
   float* xp = x.data_ptr<float>();
   const float* wp = w.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+  parallel(0, M, grain(K), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
       float* row = xp + m * K;
       if (r != nullptr)
@@ -1606,7 +1632,7 @@ at::Tensor gate_mul(const at::Tensor& gu_in, Act8 act8, Act1 act1) {
   at::Tensor y = at::empty(shape, gu.options());
   const float* gp = gu.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, M, grain(N2), [&](int64_t m0, int64_t m1) {
+  parallel(0, M, grain(N2), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
       const float* g = gp + m * N2;
       const float* u = g + N;
@@ -1677,7 +1703,7 @@ void qk_norm_(at::Tensor& t, const at::Tensor& q_weight, const at::Tensor& k_wei
   const float* qw = q_weight.data_ptr<float>();
   const float* kw = k_weight.data_ptr<float>();
   const int64_t row = t.stride(0);
-  at::parallel_for(0, M, grain((heads + kv_heads) * D), [&](int64_t m0, int64_t m1) {
+  parallel(0, M, grain((heads + kv_heads) * D), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m)
       for (int64_t h = 0; h < heads + kv_heads; ++h) {
         float* x = tp + m * row + h * D;
@@ -1704,7 +1730,7 @@ void rotary_(at::Tensor& t, const at::Tensor& positions_in, const at::Tensor& co
   const float* cp = cos.data_ptr<float>();
   const float* sp = sin.data_ptr<float>();
   for (int64_t m = 0; m < M; ++m) TORCH_CHECK(pp[m] >= 0 && pp[m] < L, "position out of range");
-  at::parallel_for(0, M, grain(heads * D), [&](int64_t m0, int64_t m1) {
+  parallel(0, M, grain(heads * D), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
       const float* c = cp + pp[m] * D;
       const float* s = sp + pp[m] * D;
@@ -1778,7 +1804,7 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
   float* kp = cache_k.data_ptr<float>();
   float* vp = cache_v.data_ptr<float>();
   float* op = out.data_ptr<float>();
-  at::parallel_for(0, N, grain(2 * kv_heads * D), [&](int64_t i0, int64_t i1) {
+  parallel(0, N, grain(2 * kv_heads * D), [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const float* x = qp + i * row;
       for (int64_t j = 0; j < kv_heads; ++j) {
@@ -1788,14 +1814,14 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
       }
     }
   });
-  // tasks (token, query head), dealt out in turn: a long prompt's late tokens cost more,
-  // and one decoding token's few heads still keep every thread busy
+  // tasks (token, query head) in pieces taken as threads come free, the last tokens
+  // first: a long prompt's late tokens cost more, so the cheap ones even out the end;
+  // one decoding token's few heads still keep every thread busy
   const int64_t tasks = N * heads;
-  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), tasks));
-  at::parallel_for(0, workers, 1, [&](int64_t w0, int64_t w1) {
+  parallel(0, tasks, 1, [&](int64_t u0, int64_t u1) {
     std::vector<float> p;
-    for (int64_t w = w0; w < w1; ++w)
-      for (int64_t t = w; t < tasks; t += workers) {
+    for (int64_t u = u0; u < u1; ++u) {
+        const int64_t t = tasks - 1 - u;
         const int64_t i = t / heads, hq = t % heads, j = hq / G;
         // keys from position `from` to pp[i], the first at cache index `first`, wrapping
         const int64_t from = window > 0 ? std::max<int64_t>(0, pp[i] - window + 1) : 0;
@@ -1870,21 +1896,21 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   if (type == kQ8_0 && M > 8 && g_isa == kIsaAvx512) {
     const int64_t pairs = (M + 1) / 2;
     float* xs = scratch<kPairedX>(pairs * 2 * K);  // x in pairs of rows (this thread's room)
-    at::parallel_for(0, pairs, grain(2 * K), [&](int64_t p0, int64_t p1) { pair_rows(xp, M, K, p0, p1, xs); });
-    at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
+    parallel(0, pairs, grain(2 * K), [&](int64_t p0, int64_t p1) { pair_rows(xp, M, K, p0, p1, xs); });
+    parallel(0, G, 6, [&](int64_t g0, int64_t g1) {
       pdot_rows16(xs, M, K, wp, group_bytes, bp, yp, N, g0, g1);
     });
     return y;
   }
   if (type == kQ8_0) {
-    at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
+    parallel(0, G, 6, [&](int64_t g0, int64_t g1) {
       pdot_rows(xp, M, K, wp, group_bytes, bp, yp, N, g0, g1);
     });
     return y;
   }
   const int64_t blocks = K / kBlock;
   std::vector<float> sx(M * blocks);
-  at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+  parallel(0, M, grain(K), [&](int64_t m0, int64_t m1) {
     block_sums(xp + m0 * K, m1 - m0, K, sx.data() + m0 * blocks);
   });
   const bool wide = g_isa == kIsaAvx512;
@@ -1892,7 +1918,7 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
     with_type(type, [&](auto t) {
       constexpr int T = decltype(t)::value;
       if constexpr (T != kQ8_0 && !plain(T))
-        at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
+        parallel(0, G, 6, [&](int64_t g0, int64_t g1) {
           wdot_rows16<T>(xp, M, K, sx.data(), wp, group_bytes, bp, yp, N, g0, g1);
         });
     });
@@ -1906,7 +1932,7 @@ at::Tensor plinear(const at::Tensor& x, const at::Tensor& w, int64_t type,
   with_type(type, [&](auto t) {
     constexpr int T = decltype(t)::value;
     if constexpr (T != kQ8_0 && !plain(T))
-      at::parallel_for(0, G, 6, [&](int64_t g0, int64_t g1) {
+      parallel(0, G, 6, [&](int64_t g0, int64_t g1) {
         if (wide) fdot_rows<T, true>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
         else fdot_rows<T, false>(xq, M, K, sq, wp, group_bytes, bp, yp, N, g0, g1);
       });
@@ -1932,7 +1958,7 @@ at::Tensor qlinear(const at::Tensor& x_in, const at::Tensor& w, int64_t type,
   const float* bp = bias_data(bias, N);
   float* yp = y.data_ptr<float>();
   with_type(type, [&](auto t) {
-    at::parallel_for(0, N, 48, [&](int64_t n0, int64_t n1) {
+    parallel(0, N, 48, [&](int64_t n0, int64_t n1) {
       qlinear_range<decltype(t)::value>(xp, M, K, wp, row_bytes, bp, yp, N, n0, n1);
     });
   });
@@ -1951,7 +1977,7 @@ at::Tensor qpack(const at::Tensor& w, int64_t type, int64_t K) {
   uint8_t* op = out.data_ptr<uint8_t>();
   with_type(type, [&](auto t) {
     if constexpr (!plain(decltype(t)::value))
-      at::parallel_for(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
+      parallel(0, N / kPackRows, 16, [&](int64_t g0, int64_t g1) {
         pack_groups<decltype(t)::value>(wp, row_bytes, units, g0, g1, op);
       });
   });
@@ -1970,7 +1996,7 @@ at::Tensor qrows(const at::Tensor& w, int64_t type, int64_t K, const at::Tensor&
   float* op = out.data_ptr<float>();
   const int64_t row_bytes = w.size(1);
   with_type(type, [&](auto t) {
-    at::parallel_for(0, M, grain(K), [&](int64_t m0, int64_t m1) {
+    parallel(0, M, grain(K), [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m)
         dequant_rows<decltype(t)::value>(wp + ip[m] * row_bytes, row_bytes, K, 0, 1, op + m * K);
     });

@@ -106,7 +106,10 @@ class ServerState:
         """Submit an admitted request to the engine; the generation then holds its place."""
         # a bad grammar is a 400 now, not an error mid-stream; compiled off the event loop
         # (a large one takes seconds)
-        await asyncio.to_thread(self.backend.check, params)
+        if params.constraint is not None:
+            await asyncio.to_thread(self.backend.check, params)
+        else:
+            self.backend.check(params)
         stream = await self.backend.generate(ids, params)
         if params.constraint is not None:
             stream = ConstrainedStream(stream, req.constraint_field())

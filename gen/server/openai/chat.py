@@ -3,7 +3,6 @@ whole or streamed."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 
@@ -35,7 +34,7 @@ from gen.server.openai.responses import (
 )
 from gen.server.openai.streaming import Chunk, error_chunks, respond
 from gen.server.openai.tools import read_calls
-from gen.server.request import admitted, parse_body, server_state
+from gen.server.request import admitted, encoded, parse_body, server_state, text_size
 
 
 class ChatChunks:
@@ -188,10 +187,12 @@ async def chat_completions(request: Request, place: Place) -> Response:
                 "continue_final_message and add_generation_prompt cannot both be true",
                 param="add_generation_prompt",
             )
-    try:  # off the event loop: a long prompt takes seconds, and other streams go on
-        ids = await asyncio.to_thread(
+    turns = template_messages(req.messages)
+    try:  # a long prompt off the event loop: it takes seconds, and other streams go on
+        ids = await encoded(
+            text_size(turns, tools),
             backend.encode,
-            template_messages(req.messages),
+            turns,
             continue_final=req.continue_final_message,
             add_generation_prompt=req.wants_generation_prompt(),
             tools=tools,

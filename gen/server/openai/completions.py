@@ -3,7 +3,6 @@ of prompts is a choice each, all in the engine's batch at once."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 
@@ -26,7 +25,7 @@ from gen.server.openai.responses import (
     usage,
 )
 from gen.server.openai.streaming import Chunk, error_chunks, respond
-from gen.server.request import admitted, parse_body, server_state
+from gen.server.request import admitted, encoded, parse_body, server_state, text_size
 from gen.server.state import ServerState
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's for this endpoint
@@ -164,7 +163,7 @@ async def completions(request: Request, place: Place) -> Response:
     state.check_request(req)
     if not req.prompts():
         raise APIError(400, "prompt: no prompt given", param="prompt", code="empty_prompt")
-    prompts = await asyncio.to_thread(_prompts, state, req)  # a long text takes seconds
+    prompts = await encoded(text_size(req.prompts()), _prompts, state, req)  # (seconds if long)
     places = _places(state, place, len(prompts))
     gens: list[Generation] = []
     chunks: list[TextChunks] = []

@@ -4,7 +4,6 @@ events streamed. Nothing is stored, so no request can continue an earlier respon
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from typing import Any
@@ -40,7 +39,7 @@ from gen.server.openai.responses_api import (
     TextDoneEvent,
 )
 from gen.server.openai.streaming import respond
-from gen.server.request import admitted, parse_body, server_state
+from gen.server.request import admitted, encoded, parse_body, server_state, text_size
 
 
 def response_usage(used: Usage) -> ResponseUsage:
@@ -220,8 +219,9 @@ async def create_response(request: Request, place: Place) -> Response:
     req = await parse_body(request, ResponseRequest)
     _refuse_state(req)
     state.check_request(req)
-    try:  # off the event loop: a long prompt takes seconds, and other streams go on
-        ids = await asyncio.to_thread(backend.encode, template_messages(req.messages()))
+    turns = template_messages(req.messages())
+    try:  # a long prompt off the event loop: it takes seconds, and other streams go on
+        ids = await encoded(text_size(turns), backend.encode, turns)
     except Exception as exc:  # the model's chat template refused the conversation
         raise APIError(400, f"input: the chat template failed: {exc}", param="input") from None
     state.check_prompt(ids, "input")

@@ -245,7 +245,7 @@ def run_bench(
             lambda: timed(lambda: engine.generate(batch, plist))[1],
             unseen,
             single_tokens,
-            lambda m: _single(engine, encode_chat(loaded.tokenizer, m), params),
+            lambda m: _single(engine, lambda: encode_chat(loaded.tokenizer, m), params),
         )
         served_s, here_s = sum(http.seconds), sum(http.in_process_seconds)
         results["served"] = {
@@ -337,12 +337,13 @@ def run_bench(
     return results
 
 
-def _single(engine: Engine, prompt: list[int], params: SamplingParams) -> Single:
-    """One stream alone in process: seconds to its first text, tokens a second after."""
+def _single(engine: Engine, prompt: Callable[[], list[int]], params: SamplingParams) -> Single:
+    """One stream alone in process, from its messages as a served one: seconds to its
+    first text (the chat template and tokenizer included), tokens a second after."""
     start = time.perf_counter()
     times: list[float] = []
     tokens = 0
-    for out in engine.stream(prompt, params):
+    for out in engine.stream(prompt(), params):
         if out.text:
             times.append(time.perf_counter())
         tokens += len(out.token_ids)

@@ -25,6 +25,7 @@ from gen.pipeline.run.section import RunContext
 from gen.pipeline.templates.trial import trial_render
 from gen.server.config import RunLimits
 from gen.server.errors import APIError, busy
+from gen.server.runs.events import Feed
 from gen.server.runs.store import (
     ACTIVE,
     RunRequest,
@@ -43,8 +44,10 @@ class Notifier:
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
+        self.count = 0  # notifications so far: a Feed reads the file only once it moves
 
     def notify(self, _: object = None) -> None:
+        self.count += 1
         self._event.set()
         self._event = asyncio.Event()
 
@@ -88,6 +91,7 @@ class RunManager:
         self.limits = RunLimits() if limits is None else limits
         self.runs: dict[str, ServerRun] = {}  # queued or running here
         self.watchers = 0  # event streams open
+        self.feeds: dict[str, Feed] = {}  # by run, while some stream follows it
         self._watch_lock = threading.Lock()  # (a stream may be collected on another thread)
         self._places: asyncio.Semaphore | None = None
 
@@ -171,6 +175,27 @@ class RunManager:
                     self.watchers -= 1
 
         return release
+
+    def feed(self, run_dir: RunDir) -> tuple[Feed, Callable[[], None]]:
+        """The feed of a run's events that its watchers share (made for the first), and
+        this watcher's release of it, which may be called more than once (the last
+        release drops it)."""
+        run_id = run_dir.run_id
+        with self._watch_lock:
+            feed = self.feeds.get(run_id)
+            if feed is None:
+                feed = self.feeds[run_id] = Feed(run_dir.events_path)
+            feed.watchers += 1
+        held = [True]
+
+        def release() -> None:
+            with self._watch_lock:
+                if held.pop() if held else False:
+                    feed.watchers -= 1
+                    if feed.watchers == 0 and self.feeds.get(run_id) is feed:
+                        del self.feeds[run_id]
+
+        return feed, release
 
     def _queued_manifest(self, run_dir: RunDir, request: RunRequest) -> dict[str, Any]:
         return {

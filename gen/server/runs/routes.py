@@ -138,9 +138,19 @@ async def run_events(request: Request) -> Response:
         else:
             await runs.sleep()
 
-    events = follow(EventReader(run.events_path), after, active, wait)
+    def written() -> int | None:  # (this server's count of the run's events, if it writes it)
+        own = runs.runs.get(run_id)
+        return own.notifier.count if own is not None else None
+
+    place = runs.watcher_place()  # (a 429 before anything is held)
+    feed, leave = runs.feed(run)
+
+    def release() -> None:
+        place()
+        leave()
+
     return EventStream(
-        held(sse(events), runs.watcher_place()),
+        held(sse(follow(feed, after, active, wait, written)), release),
         ping=runs.ping_seconds,
         headers={"Cache-Control": "no-cache"},
     )

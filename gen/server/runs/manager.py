@@ -167,14 +167,11 @@ class RunManager:
                     retry_after=5,
                 )
             self.watchers += 1
-        held = [True]
 
         def release() -> None:
-            with self._watch_lock:
-                if held.pop() if held else False:
-                    self.watchers -= 1
+            self.watchers -= 1
 
-        return release
+        return self._once(release)
 
     def feed(self, run_dir: RunDir) -> tuple[Feed, Callable[[], None]]:
         """The feed of a run's events that its watchers share (made for the first), and
@@ -186,16 +183,26 @@ class RunManager:
             if feed is None:
                 feed = self.feeds[run_id] = Feed(run_dir.events_path)
             feed.watchers += 1
-        held = [True]
 
         def release() -> None:
+            feed.watchers -= 1
+            if feed.watchers == 0 and self.feeds.get(run_id) is feed:
+                del self.feeds[run_id]
+
+        return feed, self._once(release)
+
+    def _once(self, release: Callable[[], None]) -> Callable[[], None]:
+        """`release`, run under the watchers' lock the first time the result is called and
+        never again (a stream's end and its collection, maybe on another thread, both call
+        it)."""
+        held = [True]
+
+        def once() -> None:
             with self._watch_lock:
                 if held.pop() if held else False:
-                    feed.watchers -= 1
-                    if feed.watchers == 0 and self.feeds.get(run_id) is feed:
-                        del self.feeds[run_id]
+                    release()
 
-        return feed, release
+        return once
 
     def _queued_manifest(self, run_dir: RunDir, request: RunRequest) -> dict[str, Any]:
         return {

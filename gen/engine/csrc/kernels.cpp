@@ -1821,46 +1821,46 @@ at::Tensor attention(const at::Tensor& qkv, at::Tensor& cache_k, at::Tensor& cac
   parallel(0, tasks, 1, [&](int64_t u0, int64_t u1) {
     std::vector<float> p;
     for (int64_t u = u0; u < u1; ++u) {
-        const int64_t t = tasks - 1 - u;
-        const int64_t i = t / heads, hq = t % heads, j = hq / G;
-        // keys from position `from` to pp[i], the first at cache index `first`, wrapping
-        const int64_t from = window > 0 ? std::max<int64_t>(0, pp[i] - window + 1) : 0;
-        const int64_t L = pp[i] - from + 1, first = from % C;
-        const float* q = qp + i * row + hq * D;
-        const float* K = kp + (sp[i] * kv_heads + j) * C * D;
-        const float* V = vp + (sp[i] * kv_heads + j) * C * D;
-        const auto key = [&](int64_t l) {
-          const int64_t r = first + l;
-          return K + (r < C ? r : r - C) * D;
-        };
-        p.resize(static_cast<size_t>(L));
-        float* s = p.data();
-        // scores, four keys side by side (independent chains; fold4 adds as fold does)
-        int64_t l = 0;
-        for (; l + 4 <= L; l += 4) {
-          __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-          const float* k4[4] = {key(l), key(l + 1), key(l + 2), key(l + 3)};
-          for (int64_t d = 0; d < D; d += 8) {
-            const __m256 qv = _mm256_loadu_ps(q + d);
-            for (int r = 0; r < 4; ++r) acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k4[r] + d), acc[r]);
-          }
-          _mm_storeu_ps(s + l, _mm_mul_ps(fold4(acc[0], acc[1], acc[2], acc[3]), _mm_set1_ps(scale)));
+      const int64_t t = tasks - 1 - u;
+      const int64_t i = t / heads, hq = t % heads, j = hq / G;
+      // keys from position `from` to pp[i], the first at cache index `first`, wrapping
+      const int64_t from = window > 0 ? std::max<int64_t>(0, pp[i] - window + 1) : 0;
+      const int64_t L = pp[i] - from + 1, first = from % C;
+      const float* q = qp + i * row + hq * D;
+      const float* K = kp + (sp[i] * kv_heads + j) * C * D;
+      const float* V = vp + (sp[i] * kv_heads + j) * C * D;
+      const auto key = [&](int64_t l) {
+        const int64_t r = first + l;
+        return K + (r < C ? r : r - C) * D;
+      };
+      p.resize(static_cast<size_t>(L));
+      float* s = p.data();
+      // scores, four keys side by side (independent chains; fold4 adds as fold does)
+      int64_t l = 0;
+      for (; l + 4 <= L; l += 4) {
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        const float* k4[4] = {key(l), key(l + 1), key(l + 2), key(l + 3)};
+        for (int64_t d = 0; d < D; d += 8) {
+          const __m256 qv = _mm256_loadu_ps(q + d);
+          for (int r = 0; r < 4; ++r) acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k4[r] + d), acc[r]);
         }
-        for (; l < L; ++l) {
-          __m256 acc = _mm256_setzero_ps();
-          const float* k1 = key(l);
-          for (int64_t d = 0; d < D; d += 8)
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k1 + d), acc);
-          s[l] = fold(acc) * scale;
-        }
-        const float top = *std::max_element(s, s + L);
-        for (l = 0; l + 8 <= L; l += 8)
-          _mm256_storeu_ps(s + l, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + l), _mm256_set1_ps(top))));
-        for (; l < L; ++l) s[l] = std::exp(s[l] - top);
-        float total = 0.0f;
-        for (l = 0; l < L; ++l) total += s[l];
-        weighted_sum_rows(s, V, D, L, first, C, 1.0f / total, op + i * heads * D + hq * D);
+        _mm_storeu_ps(s + l, _mm_mul_ps(fold4(acc[0], acc[1], acc[2], acc[3]), _mm_set1_ps(scale)));
       }
+      for (; l < L; ++l) {
+        __m256 acc = _mm256_setzero_ps();
+        const float* k1 = key(l);
+        for (int64_t d = 0; d < D; d += 8)
+          acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k1 + d), acc);
+        s[l] = fold(acc) * scale;
+      }
+      const float top = *std::max_element(s, s + L);
+      for (l = 0; l + 8 <= L; l += 8)
+        _mm256_storeu_ps(s + l, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + l), _mm256_set1_ps(top))));
+      for (; l < L; ++l) s[l] = std::exp(s[l] - top);
+      float total = 0.0f;
+      for (l = 0; l < L; ++l) total += s[l];
+      weighted_sum_rows(s, V, D, L, first, C, 1.0f / total, op + i * heads * D + hq * D);
+    }
   });
   return out;
 }

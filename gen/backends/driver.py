@@ -4,8 +4,7 @@ Every engine call happens on the driver thread, so the engine itself needs no lo
 What a step produced is handed to its listeners together: each listener's `wake`, if it
 has one, is called once after all of a step's outputs went out (an event loop woken once
 per step, not once per token of every stream), when the next step has been scheduled and
-its forward's kernels begin (they ring the listener's eventfd as they let go of the GIL:
-gen.engine.kernels.ring), or at once if there is no next step.
+its forward begins, or at once if there is no next step.
 """
 
 from __future__ import annotations
@@ -18,15 +17,11 @@ from typing import Any
 
 from gen.engine import Engine, Output
 from gen.engine.engine import EngineStats
-from gen.engine.kernels import ring_kept
 from gen.engine.threads import release_pool
 from gen.sampling import SamplingParams
 
 Deliver = Callable[[Output | BaseException], None]
-# wake(later): a listener's outputs are out; `later` asks it to ring its thread with
-# gen.engine.kernels.ring(fd, later=True), which the forward about to run does as it
-# lets go of the GIL (and the driver, if that forward did not, once the step is over)
-Wake = Callable[[bool], None]
+Wake = Callable[[], None]
 
 
 class EngineDriver:
@@ -36,9 +31,6 @@ class EngineDriver:
         self._listeners: dict[str, Deliver] = {}
         self._wakers: dict[str, Wake] = {}  # by request, for those submitted with one
         self._woken: set[Wake] = set()  # those to call once the step's outputs are out
-        self._ringing: set[Wake] = set()  # those woken `later`, until the step has ended
-        # does a forward call the kernels that ring what gen.engine.kernels.ring kept?
-        self._forward_rings = engine.runner.ragged()
         self._stopped = False
         self.stats = EngineStats()  # published by the driver thread, read from any
         # the engine's parallel loops run on the driver thread from now on: the workers
@@ -108,11 +100,11 @@ class EngineDriver:
                 continue
             try:
                 # what the last step gave is handed over once this one is scheduled, as
-                # the model's kernels start: the event loop then takes it (and the GIL)
-                # while the kernels run without the GIL, not while this thread still
-                # holds it (a loop woken then waited for the GIL and woke again: three
-                # wake-ups a token, each taking a core from the kernels' threads)
-                outputs = self.engine.step(scheduled=self._wake_as_forward_starts)
+                # the model starts: the event loop then takes it (and the GIL) while the
+                # kernels run without the GIL, not while this thread still holds it (a
+                # loop woken then waited for the GIL and woke again: three wake-ups a
+                # token, each taking a core from the kernels' threads)
+                outputs = self.engine.step(scheduled=self._wake)
             except Exception as exc:  # a failed step fails every request in flight
                 for rid in list(self._listeners):
                     try:
@@ -123,9 +115,6 @@ class EngineDriver:
                 self.engine.reset()
                 self._wake()
                 continue
-            finally:
-                ring_kept()  # (a forward without those kernels, or no forward at all)
-                self._ringing = set()
             for out in outputs:
                 if out.error is not None:  # it failed alone (its grammar)
                     self._deliver(out.request_id, out.error, last=True)
@@ -158,18 +147,12 @@ class EngineDriver:
         self._listeners.pop(rid, None)
         self._wakers.pop(rid, None)
 
-    def _wake(self, later: bool = False) -> None:
-        """Each listener that was given something since the last call, woken once;
-        `later`: as the forward about to run starts its kernels (see Wake)."""
+    def _wake(self) -> None:
+        """Each listener that was given something since the last call, woken once."""
         woken, self._woken = self._woken, set()
         for wake in woken:
             with contextlib.suppress(Exception):  # (a waker ends its own requests if it must)
-                wake(later)
-        if later:
-            self._ringing = woken  # (kept, and so their eventfds open, until rung)
-
-    def _wake_as_forward_starts(self) -> None:
-        self._wake(later=self._forward_rings)
+                wake()
 
     def _run(self, name: str, args: tuple[Any, ...]) -> None:
         eng = self.engine

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import os
 import threading
 import weakref
 from collections.abc import AsyncIterator
@@ -17,7 +15,6 @@ from gen.backends.tokens import ChatTokens
 from gen.engine import Engine, Output
 from gen.engine.config import EngineConfig
 from gen.engine.engine import EngineStats
-from gen.engine.kernels import ring
 from gen.errors import BackendError, ContextOverflowError
 from gen.models import LoadedModel
 from gen.sampling import SamplingParams, TokenLogprob
@@ -29,13 +26,7 @@ class Inbox:
     """What the driver thread has for the streams of one event loop, handed over in one
     wake-up of the loop per engine step. (One call_soon_threadsafe per token of every
     stream woke the loop as often, and each wake-up took the GIL from the engine thread
-    between its kernels: with 32 streams, a third of the served time.)
-
-    The loop is woken through an eventfd of its own, rung by gen.engine.kernels.ring: as
-    the next forward's kernels start, without the GIL, so that the loop's work runs
-    beside the forward. (call_soon_threadsafe's write let go of the GIL, the loop took
-    it, and the forward waited for the loop: a tenth of a millisecond a token.) Where
-    there is no eventfd (not Linux), call_soon_threadsafe still wakes it."""
+    between its kernels: with 32 streams, a third of the served time.)"""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, driver: EngineDriver) -> None:
         self.loop = loop
@@ -43,32 +34,21 @@ class Inbox:
         self.lock = threading.Lock()
         self.pending: list[tuple[LocalStream, Output | BaseException]] = []
         self.scheduled = False
-        self.fd: int | None = None
-        if hasattr(os, "eventfd"):
-            self.fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-            weakref.finalize(self, os.close, self.fd)
-            loop.add_reader(self.fd, self._hand_over)
 
     def put(self, stream: LocalStream, item: Output | BaseException) -> None:
         """On the driver thread: kept until wake()."""
         with self.lock:
             self.pending.append((stream, item))
 
-    def wake(self, later: bool = False) -> None:
+    def wake(self) -> None:
         """On the driver thread, once a step's outputs are all put: the loop is asked to
-        take them (unless it was asked already and has not yet). `later`: as the forward
-        the driver is about to run starts its kernels (gen.engine.kernels.ring)."""
+        take them (unless it was asked already and has not yet)."""
         with self.lock:
             if self.scheduled or not self.pending:
                 return
             self.scheduled = True
         try:
-            if self.loop.is_closed():
-                raise RuntimeError("the event loop is closed")
-            if self.fd is None:
-                self.loop.call_soon_threadsafe(self._hand_over)
-            else:
-                ring(self.fd, later)
+            self.loop.call_soon_threadsafe(self._hand_over)
         except RuntimeError:  # its event loop has closed: nobody is listening any more
             with self.lock:
                 gone, self.pending = self.pending, []
@@ -76,9 +56,6 @@ class Inbox:
                 self.driver.abort(stream)
 
     def _hand_over(self) -> None:
-        if self.fd is not None:
-            with contextlib.suppress(BlockingIOError):  # (woken, and then already taken)
-                os.eventfd_read(self.fd)
         with self.lock:
             items, self.pending, self.scheduled = self.pending, [], False
         for stream, item in items:

@@ -119,25 +119,6 @@ def error() -> str | None:
     return _error
 
 
-def ring(fd: int, later: bool = False) -> None:
-    """Wake the thread that reads the eventfd `fd` (made non-blocking). With the kernels
-    loaded, the write holds the GIL: os.write lets go of it, the woken thread takes it,
-    and this one waits for its work. `later`: the write waits for the next `layers` or
-    `attention` call, which makes it once it has let go of the GIL (so the woken thread
-    runs beside that call rather than before it); `ring_kept()` makes what is still kept."""
-    kernels = _loaded
-    if kernels is None:
-        os.eventfd_write(fd, 1)
-    elif not (later and kernels.ring_later(fd)):
-        kernels.ring(fd)
-
-
-def ring_kept() -> None:
-    """Ring now what ring(later=True) kept for a call that has not come."""
-    if _loaded is not None:
-        _loaded.ring_kept()
-
-
 @contextmanager
 def _build_lock(where: Path) -> Iterator[None]:
     """One build at a time per directory, across processes. PyTorch's own lock is a file

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
-import select
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -431,79 +427,3 @@ def test_the_layers_call_gives_the_python_loops_bits(k: ModuleType) -> None:
     for layer in range(one.cfg.num_layers):
         assert torch.equal(caches[0].k[layer], caches[1].k[layer])
         assert torch.equal(caches[0].v[layer], caches[1].v[layer])
-
-
-@pytest.mark.parametrize("stacked", [True, False])
-@torch.inference_mode()
-def test_a_kept_ring_is_made_as_the_forwards_kernels_start(k: ModuleType, stacked: bool) -> None:
-    """ring(fd, later=True) writes nothing until a forward's `layers` call (layer by
-    layer: its first `attention`), which writes as it starts, without the GIL: a thread
-    waiting on the eventfd runs while that forward still goes on."""
-    model = with_kernels(tiny_llama(max_position_embeddings=4096), k)
-    if not stacked:
-        model._stack = False
-    assert (model.stack() is not None) == stacked
-    cache = KVCache(model.cfg, max_slots=1, max_len=4096)
-    cache.reserve(1, 4096)
-    ids = tok.encode("灯塔 🗼 สวัสดี, a lighthouse. " * 100)[:4000]  # a forward of some ms
-    fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-    woke: list[float] = []
-
-    def waiter() -> None:
-        select.select([fd], [], [])
-        woke.append(time.perf_counter())
-
-    thread = threading.Thread(target=waiter)
-    thread.start()
-    try:
-        kernels.ring(fd, later=True)
-        time.sleep(0.05)
-        assert not woke  # kept for the forward
-        start = time.perf_counter()
-        n = len(ids)
-        model.forward_tokens(
-            torch.tensor(ids), torch.arange(n), torch.zeros(n, dtype=torch.long), cache,
-            torch.tensor([n - 1]),
-        )  # fmt: skip
-        end = time.perf_counter()
-        thread.join(timeout=10)
-        assert woke and start < woke[0] < end
-        assert os.eventfd_read(fd) == 1  # rung once
-    finally:
-        kernels.ring(fd)
-        thread.join(timeout=10)
-        os.close(fd)
-
-
-def test_rings_are_made_at_once_where_none_can_be_kept(
-    k: ModuleType, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """ring_kept() makes the rings no forward made; a ring that finds every place taken
-    (four) is made at once; and without the kernels, os.eventfd_write rings."""
-    fds = [os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(6)]
-
-    def rung() -> list[int]:
-        counts = []
-        for fd in fds:
-            try:
-                counts.append(os.eventfd_read(fd))
-            except BlockingIOError:
-                counts.append(0)
-        return counts
-
-    try:
-        for fd in fds[:5]:
-            kernels.ring(fd, later=True)
-        assert rung() == [0, 0, 0, 0, 1, 0]
-        kernels.ring_kept()
-        assert rung() == [1, 1, 1, 1, 0, 0]
-        kernels.ring_kept()  # (once)
-        kernels.ring(fds[5])
-        assert rung() == [0, 0, 0, 0, 0, 1]
-        monkeypatch.setattr(kernels, "_loaded", None)
-        kernels.ring(fds[0], later=True)
-        kernels.ring_kept()
-        assert rung() == [1, 0, 0, 0, 0, 0]
-    finally:
-        for fd in fds:
-            os.close(fd)

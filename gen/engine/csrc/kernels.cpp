@@ -22,8 +22,6 @@
 #include <type_traits>
 #include <vector>
 
-#include <unistd.h>
-
 namespace {
 
 // ------------------------------------------------------------ the instruction set in use
@@ -2099,58 +2097,16 @@ std::string use_isa(const std::string& name) {
   return before;
 }
 
-// --------------------------------------------------------- waking an event loop's thread
-
-// The engine's thread wakes an event loop (an eventfd the loop reads) once a step's
-// outputs are out. A write from Python lets go of the GIL, the woken loop takes it, and
-// the engine's thread then waits for the loop's work before it can start its forward.
-// ring() writes with the GIL held; ring_later() keeps the write for the next `layers`
-// or `attention` call, which makes it once it has let go of the GIL, so that the loop
-// runs beside the forward rather than before it.
-
-constexpr int kRings = 4;
-std::atomic<int> g_rings[kRings] = {-1, -1, -1, -1};  // fds to ring; -1: a free place
-
-void ring(int64_t fd) {  // an eventfd made non-blocking: the write never waits
-  const uint64_t one = 1;
-  const ssize_t wrote = ::write(static_cast<int>(fd), &one, sizeof one);
-  (void)wrote;  // (a full counter means the reader has a wake-up waiting already)
-}
-
-// false where every place is taken: the caller rings now
-bool ring_later(int64_t fd) {
-  for (auto& place : g_rings) {
-    int free_place = -1;
-    if (place.compare_exchange_strong(free_place, static_cast<int>(fd))) return true;
-  }
-  return false;
-}
-
-// rings (once) each fd that ring_later kept
-void ring_kept() {
-  for (auto& place : g_rings) {
-    const int fd = place.exchange(-1);
-    if (fd >= 0) ring(fd);
-  }
-}
-
-// lets go of the GIL, then rings what ring_later kept
-struct release_and_ring {
-  py::gil_scoped_release release;
-  release_and_ring() { ring_kept(); }
-};
-
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // none of them touches a Python object: other Python threads run meanwhile
   using nogil = py::call_guard<py::gil_scoped_release>;
-  using nogil_ring = py::call_guard<release_and_ring>;  // the calls a forward spends longest in
-  m.def("attention", &attention, nogil_ring(), "causal attention of a ragged batch of tokens over the cache",
+  m.def("attention", &attention, nogil(), "causal attention of a ragged batch of tokens over the cache",
         py::arg("qkv"), py::arg("cache_k"), py::arg("cache_v"), py::arg("slots"), py::arg("positions"),
         py::arg("heads"), py::arg("kv_heads"), py::arg("window") = 0, py::arg("scale") = 0.0);
   m.def("gelu_tanh_mul", &gelu_tanh_mul, nogil(), "gelu_tanh(gate) * up from [gate | up]");
   m.def("isa", &isa, "the instruction set the products run on: avx2 or avx512");
   m.def("use_isa", &use_isa, "run the products on avx2 or avx512 from now on; returns the one before");
-  m.def("layers", &layers, nogil_ring(), "the decoder layers of one forward, in one call");
+  m.def("layers", &layers, nogil(), "the decoder layers of one forward, in one call");
   m.def("linear", &linear, nogil(), "x @ w.T + bias, batch-invariant");
   m.def("qk_norm_", &qk_norm_, nogil(), "RMSNorm of each query and key head, in place");
   m.def("qlinear", &qlinear, nogil(), "x @ W.T + bias, W as GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16)");
@@ -2160,8 +2116,4 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("add_rms_norm_", &add_rms_norm_, nogil(), "x += r in place, then RMSNorm of x");
   m.def("silu_mul", &silu_mul, nogil(), "silu(gate) * up from [gate | up]");
   m.def("rotary_", &rotary_, nogil(), "rotary embedding in place");
-  m.def("ring", &ring, "write 1 to the eventfd fd, holding the GIL");
-  m.def("ring_later", &ring_later,
-        "ring fd as the next layers or attention call starts, once it has let go of the GIL; false where it cannot keep it");
-  m.def("ring_kept", &ring_kept, "ring now what ring_later kept");
 }

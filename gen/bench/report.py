@@ -80,11 +80,17 @@ def engine_lines(r: dict[str, Any]) -> list[str]:
             lines.append(f"b') served / in process, taken in turns (s): {turns}")
         if "single" in h:
             g = h["single"]
+            means = (  # (a result from before the medians has means only)
+                f"; means {g['mean_first_token_ratio']}x and {g['mean_decode_ratio']}x"
+                if "mean_decode_ratio" in g
+                else ""
+            )
             lines.append(
-                f"b') one stream alone over HTTP (mean of {g['runs']}): first token "
-                f"{g['first_token_seconds']} s (in process {g['in_process_first_token_seconds']} "
-                f"s, {g['first_token_ratio']}x), decoding {g['decode_tokens_per_second']} tok/s "
-                f"(in process {g['in_process_decode_tokens_per_second']}, {g['decode_ratio']}x)"
+                f"b') one stream alone over HTTP ({'median' if means else 'mean'} of "
+                f"{g['runs']}): first token {g['first_token_seconds']} s (in process "
+                f"{g['in_process_first_token_seconds']} s, {g['first_token_ratio']}x), "
+                f"decoding {g['decode_tokens_per_second']} tok/s (in process "
+                f"{g['in_process_decode_tokens_per_second']}, {g['decode_ratio']}x){means}"
             )
     f = r["prefill"]
     lines.append(

@@ -3,13 +3,16 @@ fields however its bytes are split as they come off the socket."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
+import socket
+import threading
 
 import pytest
 
-from gen.bench.served import ServedError, _Answer
+from gen.bench.served import Client, ServedError, _Answer
 
 EVENTS = [{"choices": [{"delta": {"content": piece}}]} for piece in ("春天", " 🌸", "สวัสดี", "\n\n")]
 
@@ -50,8 +53,69 @@ def test_an_answer_that_breaks_off_or_refuses_says_so() -> None:
         cut.feed(b"")
     with pytest.raises(ServedError, match="broke off before its answer"):
         _Answer("http://x/v1").feed(b"")
-    refused = _Answer("http://x/v1")
     error = b'{"error": {"message": "max_tokens: too many"}}'
-    assert refused.feed(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 46\r\n\r\n" + error) == []
+    head = b"HTTP/1.1 400 Bad Request\r\ncontent-length: %d\r\n\r\n" % len(error)
+    refused = _Answer("http://x/v1")
+    assert refused.feed(head + error[:10]) == []  # (its length says more is to come)
     with pytest.raises(ServedError, match=re.escape('answered 400: {"error": {"message": "max')):
-        refused.feed(b"")
+        refused.feed(error[10:])
+
+
+class CannedServer:
+    """A loopback server that answers each request with the next of `answers`, closing
+    the connection after each whose `close` is set (as a server's keep-alive timeout
+    would); it counts the connections it took."""
+
+    def __init__(self, answers: list[tuple[bytes, bool]]) -> None:
+        self.answers = answers
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @staticmethod
+    def _request(conn: socket.socket) -> bytes:
+        """A request's bytes, or b"" if the client closed the connection."""
+        got = b""
+        while b"\r\n\r\n" not in got or len(got.split(b"\r\n\r\n", 1)[1]) < int(
+            re.search(rb"Content-Length: (\d+)", got)[1]  # type: ignore[index]
+        ):
+            if not (piece := conn.recv(65536)):
+                return b""
+            got += piece
+        return got
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while self.answers:
+                conn, _ = self.listener.accept()
+                self.connections += 1
+                with conn:
+                    while self.answers and self._request(conn):
+                        answer, close = self.answers.pop(0)
+                        conn.sendall(answer)
+                        if close:
+                            break
+
+
+def test_the_client_keeps_its_connection_and_opens_another_once_it_is_closed() -> None:
+    """Kept alive between requests; a kept connection the server closed meanwhile is
+    opened again and the request sent on it, once; a refusal with a Content-Length
+    ends its answer without waiting for the connection to close."""
+    ok = chunked_answer().replace(b"\r\n\r\n", b"\r\nconnection: keep-alive\r\n\r\n", 1)
+    refusal = b'{"error": {"message": "max_tokens: too many"}}'
+    refused = b"HTTP/1.1 400 Bad Request\r\ncontent-length: %d\r\n\r\n%s" % (len(refusal), refusal)
+    server = CannedServer([(ok, False), (ok, True), (ok, False), (refused, False), (ok, False)])
+    client = Client(server.url)
+    try:
+        body = {"model": "m", "messages": [{"role": "user", "content": "春天 🌸"}]}
+        for _ in range(3):
+            assert client.send_one(body).first_token > 0
+        assert server.connections == 2  # the second request's connection closed after it
+        with pytest.raises(ServedError, match="answered 400"):
+            client.send_one(body)
+        client.send_one(body)  # (on a new connection: the client closed the refused one)
+        assert server.connections == 3
+    finally:
+        client.close()
+        server.listener.close()

@@ -203,25 +203,26 @@ async def _data_lines(base: str, path: str, body: dict[str, Any]) -> AsyncIterat
         writer.close()
 
 
-async def _stream(
-    base: str, body: dict[str, Any], times: list[float] | None = None
-) -> tuple[str, int]:
-    """The text and completion tokens of one streamed chat request; `times` gets the
-    moment each piece of text came."""
+def _chunk(data: bytes) -> tuple[str, int | None]:
+    """A streamed chat chunk's text, and the completion tokens where it carries the
+    usage; ServedError for an error event. ([DONE]: no text, no usage.)"""
+    if data == b"[DONE]":
+        return "", None
+    chunk = json.loads(data)
+    if "error" in chunk:
+        raise ServedError(f"the server: {chunk['error']}")
+    text = "".join(choice["delta"].get("content") or "" for choice in chunk["choices"])
+    usage = chunk.get("usage")
+    return text, usage["completion_tokens"] if usage else None
+
+
+async def _stream(base: str, body: dict[str, Any]) -> tuple[str, int]:
+    """The text and completion tokens of one streamed chat request."""
     text, tokens = "", 0
     async for data in _data_lines(base, "/chat/completions", body):
-        if data == b"[DONE]":
-            continue
-        chunk = json.loads(data)
-        if "error" in chunk:
-            raise ServedError(f"the server: {chunk['error']}")
-        for choice in chunk["choices"]:
-            piece = choice["delta"].get("content") or ""
-            if piece and times is not None:
-                times.append(time.perf_counter())
-            text += piece
-        if chunk.get("usage"):
-            tokens = chunk["usage"]["completion_tokens"]
+        piece, used = _chunk(data)
+        text += piece
+        tokens = tokens if used is None else used
     return text, tokens
 
 
@@ -281,15 +282,10 @@ class Client:
         tokens = 0
         start = time.perf_counter()
         for data in self._data_lines("/chat/completions", body):
-            if data == b"[DONE]":
-                continue
-            chunk = json.loads(data)
-            if "error" in chunk:
-                raise ServedError(f"the server: {chunk['error']}")
-            if any(choice["delta"].get("content") for choice in chunk["choices"]):
+            piece, used = _chunk(data)
+            if piece:
                 times.append(time.perf_counter())
-            if chunk.get("usage"):
-                tokens = chunk["usage"]["completion_tokens"]
+            tokens = tokens if used is None else used
         return Single(times[0] - start, (tokens - 1) / (times[-1] - times[0]))
 
 

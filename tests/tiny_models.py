@@ -118,24 +118,39 @@ def encode(text: str) -> list[int]:
     return list(text.encode("utf-8"))
 
 
-GGUF_ARCHS = {"llama": "llama", "qwen3": "qwen3", "gemma3_text": "gemma3"}
+GGUF_ARCHS = {"llama": "llama", "mistral": "llama", "qwen3": "qwen3", "gemma3_text": "gemma3",
+              "smollm3": "smollm3"}  # fmt: skip
+MERGED = "Āā"  # the tokenizer's one merge (bytes 0 and 1), at id BYTES + len(SPECIALS)
 
 
 def write_gguf(path: Path, model: Any) -> dict[str, torch.Tensor]:
-    """`model` (llama, qwen3 or gemma3_text) written as llama.cpp's converter writes it:
-    its tensor names, Llama's q and k rows permuted, Gemma's norms as 1 + w, a linear
-    rope scaling in the metadata, Llama 3's as a rope_freqs tensor; the projections and the
-    embedding in Q8_0, the MLP's down projection in float16, norms in float32. Returns
-    the model's state dict holding the numbers the file stands for (the quantised ones
-    as gguf-py dequantises them), for the reference."""
+    """`model` (llama, mistral, qwen3, gemma3_text or smollm3) written as llama.cpp's
+    converter writes it: its tensor names, Llama's (and Mistral's and SmolLM3's) q and k
+    rows permuted, Gemma's norms as 1 + w, a linear rope scaling in the metadata, Llama
+    3's as a rope_freqs tensor, Mistral's sliding window; the projections and the
+    embedding in Q8_0, the MLP's down projection in float16, norms in float32; and the
+    byte-level tokenizer (with one merge no text here makes: gguf-py writes no empty
+    list). Returns the model's state dict holding the numbers the file stands for (the
+    quantised ones as gguf-py dequantises them), for the reference."""
     import numpy as np
-    from gguf import GGMLQuantizationType, GGUFWriter, RopeScalingType
+    from gguf import GGMLQuantizationType, GGUFWriter, RopeScalingType, TokenType
     from gguf.quants import dequantize, quantize
+    from tokenizers.pre_tokenizers import ByteLevel
 
     cfg = model.config
     gemma = cfg.model_type == "gemma3_text"
-    permuted = cfg.model_type == "llama"
+    permuted = cfg.model_type in ("llama", "mistral", "smollm3")
     writer = GGUFWriter(str(path), GGUF_ARCHS[cfg.model_type])
+    tokens = [*sorted(ByteLevel.alphabet(), key=bytes_of), *SPECIALS, MERGED]
+    tokens += [f"<unused{i}>" for i in range(VOCAB - len(tokens))]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([TokenType.CONTROL if t in SPECIALS else TokenType.NORMAL
+                            for t in tokens])  # fmt: skip
+    writer.add_token_merges([" ".join(MERGED)])
+    writer.add_bos_token_id(BOS)
+    writer.add_eos_token_id(EOS)
+    writer.add_pad_token_id(BYTES + 2)
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     rope = cfg.rope_parameters["full_attention"] if gemma else cfg.rope_parameters
     writer.add_context_length(cfg.max_position_embeddings)
@@ -151,7 +166,7 @@ def write_gguf(path: Path, model: Any) -> dict[str, torch.Tensor]:
     writer.add_vocab_size(cfg.vocab_size)
     if permuted:
         writer.add_rope_dimension_count(head_dim)
-    if gemma:
+    if gemma or (cfg.model_type == "mistral" and cfg.sliding_window):
         writer.add_sliding_window(cfg.sliding_window)
     if rope.get("rope_type") == "linear":
         writer.add_rope_scaling_type(RopeScalingType.LINEAR)

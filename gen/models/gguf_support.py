@@ -82,14 +82,17 @@ GEMMA3_LAYER = (
 )  # fmt: skip
 
 # The one list of what gen runs; an architecture added to the engine is added here.
-# (gen.models.gguf_weights.gguf_config applies a linear rope scaling and a `rope_freqs`
-# tensor, llama.cpp's form of Llama 3's, and takes the head width from key_length.)
+# (gen.models.gguf_weights.gguf_config applies a linear rope scaling, a `rope_freqs`
+# tensor, llama.cpp's form of Llama 3's, and a Llama or Mistral file's sliding window, and
+# takes the head width from key_length; SmolLM3's config is gen's own, as transformers does
+# not read its files: gen.models.convert.gguf_hf_config.)
 ARCHITECTURES: dict[str, Architecture] = {
-    "llama": Architecture(LLAMA_LAYER, optional=("rope_freqs.weight",)),
-    "mistral": Architecture(LLAMA_LAYER),
+    "llama": Architecture(LLAMA_LAYER, sliding_window=True, optional=("rope_freqs.weight",)),
+    "mistral": Architecture(LLAMA_LAYER, sliding_window=True),
     "qwen2": Architecture((*LLAMA_LAYER, "attn_q.bias", "attn_k.bias", "attn_v.bias")),
     "qwen3": Architecture((*LLAMA_LAYER, *QK_NORMS)),
     "gemma3": Architecture(GEMMA3_LAYER, sliding_window=True),
+    "smollm3": Architecture(LLAMA_LAYER, optional=("rope_freqs.weight",)),
 }
 
 

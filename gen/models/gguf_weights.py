@@ -31,12 +31,15 @@ from torch import nn
 
 from gen.engine import LlamaModel, ModelConfig
 from gen.engine import packed as packed_linears
+from gen.engine.config import SLIDING
 from gen.engine.llama import DecoderLayer
 from gen.engine.quantised import NAMES, QuantEmbedding, QuantLinear, QuantStack, runs
 from gen.errors import ModelError
 from gen.models.gguf_header import TensorInfo, read_header
 
-PERMUTED_ARCHS = ("llama", "mistral")  # transformers' LlamaTensorProcessor
+PERMUTED_ARCHS = ("llama", "mistral", "smollm3")  # llama.cpp's LlamaModel converter permutes
+WINDOWED = ("llama", "mistral")  # a sliding window on every layer, as Mistral's
+GEMMA3_27B_LAYERS = 62  # llama.cpp scales Gemma 3 27B's queries by hidden / heads
 PLAIN = {GGMLQuantizationType.F32: np.float32, GGMLQuantizationType.F16: np.float16}
 
 
@@ -153,13 +156,25 @@ def gguf_config(path: Path | GGUFWeights, cfg: ModelConfig) -> ModelConfig:
     leaves out: the head width (attention.key_length; transformers reads it for Gemma 3
     only), a linear rope scaling (Gemma 3's, on its global layers), and a rope_freqs
     tensor, llama.cpp's form of Llama 3's rope scaling (the inverse frequencies divided
-    by its factors; it replaces a llama3 scaling, being one). Another rope scaling in the
-    metadata is refused: it would run approximately."""
+    by its factors; it replaces a llama3 scaling, being one), a Llama or Mistral file's
+    sliding window (on every layer, as transformers' Mistral applies it; llama.cpp runs
+    these files without one), and Gemma 3's query scale as llama.cpp sets it (the file
+    has no query_pre_attn_scalar: the head width, or hidden / heads for the 27B). Another
+    rope scaling in the metadata is refused: it would run approximately."""
     weights = path if isinstance(path, GGUFWeights) else GGUFWeights(path)
     meta, arch = weights.metadata, weights.arch
     key_length = meta.get(f"{arch}.attention.key_length")
     if isinstance(key_length, int) and key_length > 0:
         cfg = replace(cfg, head_dim=key_length)
+    window = meta.get(f"{arch}.attention.sliding_window")
+    context = meta.get(f"{arch}.context_length")
+    full = isinstance(context, int) and isinstance(window, int) and window >= context
+    if arch in WINDOWED and isinstance(window, int) and window > 0 and not full:
+        cfg = replace(cfg, sliding_window=window, layer_types=(SLIDING,) * cfg.num_layers)
+    if arch == "gemma3":
+        wide = cfg.num_layers == GEMMA3_27B_LAYERS
+        scalar = cfg.hidden_size // cfg.num_heads if wide else cfg.head_dim
+        cfg = replace(cfg, attention_scale=float(scalar) ** -0.5)
     scaling = meta.get(f"{arch}.rope.scaling.type")
     factor = meta.get(f"{arch}.rope.scaling.factor")
     if scaling not in (None, "none", "linear"):

@@ -27,13 +27,6 @@ LLAMA_CONFIG = {
 }
 
 
-@pytest.fixture
-def gen_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "gen-home"
-    monkeypatch.setenv("GEN_HOME", str(home))
-    return home
-
-
 def hf_dir(root: Path, config: dict[str, object], tokenizer: bool = True) -> Path:
     """A Hugging Face-style directory: config.json, a dummy safetensors, a word tokenizer."""
     from tokenizers import Tokenizer, models

@@ -266,7 +266,8 @@ def run_bench(
         }
 
     if peers:
-        results["peers"] = peer_figures(loaded, model, results, lengths, progress)
+        texts = [c.text for c in done]
+        results["peers"] = peer_figures(loaded, model, results, lengths, texts, progress)
 
     # batch invariance: the shortest requests of the mixed batch again, each alone
     solo_n = min(8, mixed_requests)
@@ -379,11 +380,15 @@ def peer_figures(
     model: str,
     results: dict[str, Any],
     lengths: list[int],
+    texts: list[str],
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
     """llama.cpp on the same GGUF (gen.bench.peers), and our ratios against it: single
     stream (decoding, after the prompt's forward) against llama-bench's tg<N> (which runs
-    no prompt), the mixed batch against llama-server's time."""
+    no prompt), the mixed batch against llama-server's time; and llama-server's greedy
+    texts of the mixed batch beside ours, `texts` (llama.cpp rounds the activations to 8
+    bits for its quantised products, gen keeps them float32: the texts part where the two
+    roundings pick different tokens)."""
     from gen.bench.peers import run_peers
     from gen.bench.served import mixed_bodies
     from gen.models.store import resolve
@@ -394,7 +399,8 @@ def peer_figures(
     n = len(lengths)
     bodies = mixed_bodies(loaded.name, prompt_messages(n), lengths)
     tokens = results["single_stream"]["new_tokens"]
-    figures = run_peers(spec.path, torch.get_num_threads(), bodies, progress, tokens)
+    template = getattr(loaded.tokenizer, "chat_template", None)  # the prompts gen ran
+    figures = run_peers(spec.path, torch.get_num_threads(), bodies, progress, tokens, template)
     if figures["available"]:
         single = results["single_stream"]
         tg = figures.get(f"tg{single['new_tokens']}")  # decoding only: no prompt
@@ -402,7 +408,28 @@ def peer_figures(
         mixed = results["mixed_batch"]["seconds"]
         if "server_mixed_seconds" in figures:  # (else llama-server failed: server_error)
             figures["mixed_ratio"] = round(figures["server_mixed_seconds"] / mixed, 2)
+            figures["texts"] = text_agreement(texts, figures.pop("server_texts"))
     return figures
+
+
+def _parted_at(a: str, b: str) -> int:
+    """How many characters two texts share before they part."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def text_agreement(ours: list[str], theirs: list[str]) -> dict[str, Any]:
+    """How far two engines' texts of the same greedy requests agree: how many are equal,
+    and the share of each text (characters, ours as the measure) before they part."""
+    ours = [t.rstrip("\ufffd") for t in ours]  # (a streamed reply never ends in half a char)
+    pairs = list(zip(ours, theirs, strict=True))
+    shares = [_parted_at(a, b) / len(a) if a else float(a == b) for a, b in pairs]
+    return {
+        "requests": len(ours),
+        "identical": sum(a == b for a, b in pairs),
+        "agreeing_share": round(sum(shares) / len(shares), 3) if shares else None,
+    }
 
 
 def quality(

@@ -137,22 +137,35 @@ def llama_bench(folder: Path, gguf: Path, threads: int, tokens: int = 256) -> di
 
 @contextlib.contextmanager
 def llama_server(
-    folder: Path, gguf: Path, threads: int, slots: int, positions: int = 1024
+    folder: Path,
+    gguf: Path,
+    threads: int,
+    slots: int,
+    positions: int = 1024,
+    template: str | None = None,
 ) -> Iterator[str]:
     """llama-server on a free loopback port with one slot per request (continuous
-    batching, `positions` a slot); yields its /v1 URL."""
-    with _llama_server(folder, gguf, threads, slots, positions) as (url, _):
-        yield url
+    batching, `positions` a slot); yields its /v1 URL. `template`: the chat template its
+    chat requests are rendered with (a file without one gets ChatML from llama-server,
+    where gen gives it its architecture's)."""
+    with tempfile.TemporaryDirectory(prefix="gen-peers-") as tmp:
+        extra: tuple[str, ...] = ()
+        if template is not None:
+            path = Path(tmp) / "template.jinja"
+            path.write_text(template, encoding="utf-8")
+            extra = ("--jinja", "--chat-template-file", str(path))
+        with _llama_server(folder, gguf, threads, slots, positions, extra) as (url, _):
+            yield url
 
 
 @contextlib.contextmanager
 def _llama_server(
-    folder: Path, gguf: Path, threads: int, slots: int, positions: int
+    folder: Path, gguf: Path, threads: int, slots: int, positions: int, extra: tuple[str, ...] = ()
 ) -> Iterator[tuple[str, Started]]:
     port = free_port()
     command = [str(folder / "llama-server"), "-m", str(gguf), "--host", "127.0.0.1",
                "--port", str(port), "-t", str(threads), "-np", str(slots),
-               "-c", str(positions * slots), "--cont-batching"]  # fmt: skip
+               "-c", str(positions * slots), "--cont-batching", *extra]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     with running(command, url, "llama-server", START_SECONDS) as started:
         yield f"{url}/v1", started
@@ -221,9 +234,11 @@ def run_peers(
     bodies: list[dict[str, Any]],
     progress: Callable[[str], None],
     tokens: int = 256,
+    template: str | None = None,
 ) -> dict[str, Any]:
     """llama.cpp's figures on `gguf`: llama-bench's, and the mixed workload `bodies` sent
-    at once to llama-server as streaming clients."""
+    at once to llama-server as streaming clients (its seconds, and the texts it wrote),
+    their messages rendered with `template` (gen's; None: the file's)."""
     folder = find()
     if folder is None:
         return {"available": False, "why": "not built: run `make bench-peers` once"}
@@ -232,7 +247,7 @@ def run_peers(
     figures.update(llama_bench(folder, gguf, threads, tokens))
     progress(f"peers: the mixed batch to llama-server with {len(bodies)} slots")
     try:
-        with llama_server(folder, gguf, threads, len(bodies)) as url:
+        with llama_server(folder, gguf, threads, len(bodies), template=template) as url:
             asyncio.run(send_all(url, bodies))  # warm, as gen serve is measured
             results, seconds = asyncio.run(send_all(url, bodies))
     except ServedError as exc:  # it dropped its clients mid-batch (llama-server died)
@@ -240,6 +255,7 @@ def run_peers(
     else:
         figures["server_mixed_seconds"] = round(seconds, 2)
         figures["server_tokens"] = sum(tokens for _, tokens in results)
+        figures["server_texts"] = [text for text, _ in results]
     progress("peers: llama-server's load time and resident memory, one slot")
     figures["load"] = llama_load(folder, gguf, threads)
     return figures

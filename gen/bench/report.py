@@ -140,13 +140,21 @@ def peers_line(p: dict[str, Any], s: dict[str, Any]) -> str:
         server, mixed = f"failed ({p['server_error']})", ""
     else:
         server, mixed = f"{p['server_mixed_seconds']} s", f"mixed batch {p['mixed_ratio']}x, "
-    return (
+    line = (
         f"p) llama.cpp on the same GGUF: {tg} {p.get(tg)} tok/s, pp512 "
         f"{p.get('pp512')} tok/s (llama-bench); the mixed batch on llama-server "
         f"{server}. Ours against it: single stream "
         f"{p['single_ratio']}x (decoding: {s['decode_tokens_per_second']} tok/s after "
         f"the first token), {mixed}prompt {p.get('prefill_ratio')}x"
     )
+    if "texts" in p:
+        t = p["texts"]
+        line += (
+            f"\n   the mixed batch's greedy texts, llama-server's beside ours: equal for "
+            f"{t['identical']} of {t['requests']}; on average {t['agreeing_share']:.0%} of a "
+            "text before they part"
+        )
+    return line
 
 
 def dtype_lines(q: dict[str, Any], dtype: str) -> list[str]:

@@ -106,12 +106,35 @@ def test_a_server_that_dies_at_start_is_an_error_with_its_output(tmp_path: Path)
         pass
 
 
+def test_llama_server_renders_chats_with_the_template_gen_ran(tmp_path: Path) -> None:
+    """A file without a chat template gets ChatML from llama-server and its architecture's
+    from gen: the bench hands llama-server gen's, so both decode the same prompt."""
+    folder = fake_programs(tmp_path / "bin", [])
+    seen = tmp_path / "seen.txt"
+    (folder / "llama-server").write_text(
+        f'#!/bin/sh\necho "$@" > {seen}\nfor a in "$@"; do case "$prev" in '
+        f'--chat-template-file) cat "$a" >> {seen};; esac; prev="$a"; done\nexit 1\n',
+        encoding="utf-8",
+    )
+    template = "{{ bos_token }}<start_of_turn>user 春天 🌸"
+    with (
+        pytest.raises(RuntimeError, match="llama-server exited"),
+        bench_peers.llama_server(folder, tmp_path / "m.gguf", 2, 2, template=template),
+    ):
+        pass
+    args, written = seen.read_text(encoding="utf-8").split("\n", 1)
+    assert "--jinja --chat-template-file" in args and written == template
+
+
 def test_the_single_stream_ratio_is_decoding_against_tg(monkeypatch: pytest.MonkeyPatch) -> None:
     """llama-bench's tg256 runs no prompt: ours is compared after the first token."""
 
-    def peers(path: Path, threads: int, bodies: list[Any], progress: Any, tokens: int) -> Any:
-        assert tokens == 256 and len(bodies) == 2
-        return {"available": True, "tg256": 100.0, "server_mixed_seconds": 30.0}
+    def peers(
+        path: Path, threads: int, bodies: list[Any], progress: Any, tokens: int, template: str
+    ) -> Any:
+        assert tokens == 256 and len(bodies) == 2 and template == "{{ messages }}"
+        return {"available": True, "tg256": 100.0, "server_mixed_seconds": 30.0,
+                "server_texts": ["春天来了 🌸", "สวัสดี ครับ"]}  # fmt: skip
 
     monkeypatch.setattr(bench_peers, "run_peers", peers)
     results = {
@@ -119,9 +142,17 @@ def test_the_single_stream_ratio_is_decoding_against_tg(monkeypatch: pytest.Monk
                           "decode_tokens_per_second": 95.0},
         "mixed_batch": {"seconds": 15.0},
     }  # fmt: skip
-    loaded: Any = SimpleNamespace(name="smollm2-135m")
-    figures = bench.peer_figures(loaded, "smollm2-135m", results, [16, 256], lambda _: None)
+    loaded: Any = SimpleNamespace(
+        name="smollm2-135m", tokenizer=SimpleNamespace(chat_template="{{ messages }}")
+    )
+    ours = ["春天来了 🌸\ufffd", "สวัสดี ค่ะ"]  # (a cut character at the end is not text)
+    figures = bench.peer_figures(loaded, "smollm2-135m", results, [16, 256], ours, lambda _: None)
     assert (figures["single_ratio"], figures["mixed_ratio"]) == (0.95, 2.0)
+    # the second parts after its 8th character of 10; the texts stay out of the figures
+    assert figures["texts"] == {"requests": 2, "identical": 1, "agreeing_share": 0.9}
+    assert "server_texts" not in figures
+    line = report.peers_line(figures, results["single_stream"])
+    assert "llama-server's beside ours: equal for 1 of 2; on average 90% of a text" in line
 
 
 def test_requantising_makes_each_file_once_with_llama_quantize(

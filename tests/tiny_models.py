@@ -171,6 +171,10 @@ def write_gguf(path: Path, model: Any) -> dict[str, torch.Tensor]:
     if rope.get("rope_type") == "linear":
         writer.add_rope_scaling_type(RopeScalingType.LINEAR)
         writer.add_rope_scaling_factor(rope["factor"])
+    elif rope.get("rope_type") == "yarn":
+        writer.add_rope_scaling_type(RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(rope["factor"])
+        writer.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     def permute(w: np.ndarray, heads: int, back: bool = False) -> np.ndarray:

@@ -69,7 +69,7 @@ class Architecture:
 
     layer: tuple[str, ...]
     keys: frozenset[str] = frozenset()
-    rope_scaling: tuple[str, ...] = ("linear",)
+    rope_scaling: tuple[str, ...] = ("linear", "yarn")
     sliding_window: bool = False
     head_width: str | None = "attention.key_length"
     optional: tuple[str, ...] = ()

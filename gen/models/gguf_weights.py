@@ -31,7 +31,7 @@ from torch import nn
 
 from gen.engine import LlamaModel, ModelConfig
 from gen.engine import packed as packed_linears
-from gen.engine.config import SLIDING
+from gen.engine.config import SLIDING, Rope
 from gen.engine.llama import DecoderLayer
 from gen.engine.quantised import NAMES, QuantEmbedding, QuantLinear, QuantStack, runs
 from gen.errors import ModelError
@@ -154,13 +154,13 @@ def unpermute(rows: int, heads: int) -> np.ndarray:
 def gguf_config(path: Path | GGUFWeights, cfg: ModelConfig) -> ModelConfig:
     """cfg, read through transformers' conversion of the file's metadata, with what that
     leaves out: the head width (attention.key_length; transformers reads it for Gemma 3
-    only), a linear rope scaling (Gemma 3's, on its global layers), and a rope_freqs
+    only), the rope scaling as llama.cpp reads it (file_rope; Gemma 3's is its global
+    layers'), a rope_freqs
     tensor, llama.cpp's form of Llama 3's rope scaling (the inverse frequencies divided
     by its factors; it replaces a llama3 scaling, being one), a Llama or Mistral file's
     sliding window (on every layer, as transformers' Mistral applies it; llama.cpp runs
     these files without one), and Gemma 3's query scale as llama.cpp sets it (the file
-    has no query_pre_attn_scalar: the head width, or hidden / heads for the 27B). Another
-    rope scaling in the metadata is refused: it would run approximately."""
+    has no query_pre_attn_scalar: the head width, or hidden / heads for the 27B)."""
     weights = path if isinstance(path, GGUFWeights) else GGUFWeights(path)
     meta, arch = weights.metadata, weights.arch
     key_length = meta.get(f"{arch}.attention.key_length")
@@ -175,12 +175,7 @@ def gguf_config(path: Path | GGUFWeights, cfg: ModelConfig) -> ModelConfig:
         wide = cfg.num_layers == GEMMA3_27B_LAYERS
         scalar = cfg.hidden_size // cfg.num_heads if wide else cfg.head_dim
         cfg = replace(cfg, attention_scale=float(scalar) ** -0.5)
-    scaling = meta.get(f"{arch}.rope.scaling.type")
-    factor = meta.get(f"{arch}.rope.scaling.factor")
-    if scaling not in (None, "none", "linear"):
-        raise ModelError(f"{weights.path}: rope scaling {scaling!r} in a GGUF file is not run")
-    if scaling == "linear" and factor and cfg.rope.kind == "default":
-        cfg = replace(cfg, rope=replace(cfg.rope, kind="linear", factor=float(factor)))
+    cfg = replace(cfg, rope=file_rope(meta, arch, cfg.rope, weights.path))
     if weights.has("rope_freqs.weight"):
         factors = weights.dense(weights.get("rope_freqs.weight")).reshape(-1)
         if factors.numel() != cfg.head_dim // 2:
@@ -191,6 +186,35 @@ def gguf_config(path: Path | GGUFWeights, cfg: ModelConfig) -> ModelConfig:
         kind = "default" if cfg.rope.kind == "llama3" else cfg.rope.kind
         cfg = replace(cfg, rope=replace(cfg.rope, kind=kind, freq_factors=tuple(factors.tolist())))
     return cfg
+
+
+def file_rope(meta: dict[str, object], arch: str, rope: Rope, path: Path) -> Rope:
+    """`rope` with the file's scaling, as llama.cpp reads it: the type (linear where a factor
+    comes without one) and the factor (`rope.scaling.factor`, else the older
+    `rope.scale_linear`; none, 0 or 1: no scaling). YaRN is transformers' with the same
+    numbers: its original context `rope.scaling.original_context_length` (else the
+    context length), the ramp between 32 and 1 rotations, and cos and sin scaled by
+    0.1 ln(factor) + 1, which is what llama.cpp's ggml_rope_ext computes for it. Any other
+    type is refused (ModelError): it would run approximately. (The keys that change
+    YaRN's numbers, such as its attention factor, are refused by gguf_support as
+    metadata gen does not know.)"""
+    factor = meta.get(f"{arch}.rope.scaling.factor", meta.get(f"{arch}.rope.scale_linear"))
+    scaling = meta.get(f"{arch}.rope.scaling.type", "linear")
+    if scaling not in ("none", "linear", "yarn"):
+        raise ModelError(f"{path}: rope scaling {scaling!r} in a GGUF file is not run")
+    if scaling == "none" or not isinstance(factor, int | float) or factor in (0, 1):
+        return rope
+    if scaling == "linear":
+        return replace(rope, kind="linear", factor=float(factor))
+    original = meta.get(f"{arch}.rope.scaling.original_context_length")
+    if not isinstance(original, int) or original <= 0:
+        original = meta.get(f"{arch}.context_length")
+    if not isinstance(original, int) or original <= 0:
+        raise ModelError(f"{path}: YaRN scaling without an original context length")
+    return replace(rope, kind="yarn", factor=float(factor),
+                   original_max_position_embeddings=original, attention_factor=None,
+                   beta_fast=32.0, beta_slow=1.0, mscale=None, mscale_all_dim=None,
+                   truncate=True)  # fmt: skip
 
 
 def load_gguf_model(

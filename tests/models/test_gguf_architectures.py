@@ -36,6 +36,18 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "llama-rope-freqs": ("llama", {"rope_scaling": LLAMA3}),
     "mistral-window": ("mistral", {"sliding_window": WINDOW}),
     "smollm3": ("smollm3", {"num_hidden_layers": 5}),  # layer 3 without rotary
+    # YaRN as llama.cpp's converter writes Qwen's: type, factor, original context
+    "qwen3-yarn": (
+        "qwen3",
+        {
+            "head_dim": 32,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+        },
+    ),
 }
 
 
@@ -84,8 +96,8 @@ def test_the_files_tensors_give_transformers_logits(written: Any, k: ModuleType)
 
 
 def test_what_transformers_leaves_out_of_the_metadata_is_read_from_the_file(written: Any) -> None:
-    """Llama 3's scaling is the rope_freqs tensor, Gemma 3's linear scaling two metadata
-    keys, a Llama file's sliding window a third (transformers' config has none of them):
+    """Llama 3's scaling is the rope_freqs tensor, Gemma 3's linear scaling and Qwen's YaRN
+    metadata keys, a Llama file's sliding window another (transformers' config has none):
     they become the engine's; the head width is the file's key_length, Gemma 3's query
     scale llama.cpp's; SmolLM3's fourth layer has no rotary. Reading them again changes
     nothing."""
@@ -107,6 +119,9 @@ def test_what_transformers_leaves_out_of_the_metadata_is_read_from_the_file(writ
         assert (full.local_rope.kind, full.local_rope.theta) == ("default", 10_000.0)
         assert full.window(0) == GEMMA["sliding_window"] and full.window(5) is None
         assert cfg.attention_scale == 256**-0.5 and full.attention_scale == 32**-0.5
+    elif hf.rope_parameters.get("rope_type") == "yarn":
+        yarn = (full.rope.kind, full.rope.factor, full.rope.original_max_position_embeddings)
+        assert yarn == ("yarn", 4.0, 64) and full.rope.attention_factor is None
     else:
         assert full.rope == cfg.rope
     if kind == "mistral":
@@ -129,12 +144,30 @@ def test_gemma3_27bs_queries_are_scaled_as_llama_cpp_scales_them(tmp_path: Path)
 def test_another_rope_scaling_in_a_file_is_refused(tmp_path: Path) -> None:
     from gen.errors import ModelError
 
-    yarn = {"{arch}.rope.scaling.type": "yarn", "{arch}.rope.scaling.factor": 4.0}
-    path = ggufs.write_gguf(tmp_path / "yarn.gguf", arch="qwen3", metadata=yarn)
+    longrope = {"{arch}.rope.scaling.type": "longrope", "{arch}.rope.scaling.factor": 4.0}
+    path = ggufs.write_gguf(tmp_path / "long.gguf", arch="qwen3", metadata=longrope)
     cfg = ModelConfig(vocab_size=8, hidden_size=64, intermediate_size=64, num_layers=1,
                       num_heads=2, num_kv_heads=2, head_dim=32)  # fmt: skip
-    with pytest.raises(ModelError, match="rope scaling 'yarn' in a GGUF file is not run"):
+    with pytest.raises(ModelError, match="rope scaling 'longrope' in a GGUF file is not run"):
         gguf_config(path, cfg)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "kind", "factor"),
+    [({"{arch}.rope.scaling.factor": 2.0}, "linear", 2.0),  # llama.cpp: linear when untyped
+     ({"{arch}.rope.scale_linear": 3.0}, "linear", 3.0),  # its older key
+     ({"{arch}.rope.scaling.type": "yarn", "{arch}.rope.scaling.factor": 1.0}, "default", 1.0),
+     ({"{arch}.rope.scaling.type": "none", "{arch}.rope.scaling.factor": 8.0}, "default", 1.0)],
+    ids=["untyped", "scale_linear", "yarn of 1", "none"],
+)  # fmt: skip
+def test_a_files_rope_scaling_is_read_as_llama_cpp_reads_it(
+    tmp_path: Path, metadata: dict[str, object], kind: str, factor: float
+) -> None:
+    path = ggufs.write_gguf(tmp_path / "r.gguf", arch="qwen3", metadata=metadata)
+    cfg = ModelConfig(vocab_size=8, hidden_size=64, intermediate_size=64, num_layers=1,
+                      num_heads=2, num_kv_heads=2, head_dim=32)  # fmt: skip
+    rope = gguf_config(path, cfg).rope
+    assert (rope.kind, rope.factor) == (kind, factor)
 
 
 def test_a_qwen3_file_is_read_as_qwen3(written: Any) -> None:

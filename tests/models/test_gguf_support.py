@@ -119,8 +119,11 @@ def test_tensors_gen_does_not_read_and_missing_tensors_are_named(tmp_path: Path)
         ({"{arch}.attn_logit_softcapping": 50.0, "{arch}.final_logit_softcapping": 30.0},
          "metadata gen does not know: llama.attn_logit_softcapping, "
          "llama.final_logit_softcapping"),
-        ({"{arch}.rope.scaling.type": "yarn", "{arch}.rope.scaling.factor": 4.0},
-         "rope scaling 'yarn' (factor 4.0) is not one gen applies"),
+        ({"{arch}.rope.scaling.type": "longrope", "{arch}.rope.scaling.factor": 4.0},
+         "rope scaling 'longrope' (factor 4.0) is not one gen applies"),
+        ({"{arch}.rope.scaling.type": "yarn", "{arch}.rope.scaling.factor": 4.0,
+          "{arch}.rope.scaling.yarn_log_multiplier": 0.1},
+         "metadata gen does not know: llama.rope.scaling.yarn_log_multiplier"),
         ({"{arch}.expert_count": 8, "{arch}.expert_used_count": 2},
          "llama.expert_count is 8: gen runs no mixture of experts"),
         ({"{arch}.attention.causal": False}, "its attention is not causal"),
@@ -131,8 +134,8 @@ def test_tensors_gen_does_not_read_and_missing_tensors_are_named(tmp_path: Path)
         ({"tokenizer.ggml.model": "bert"}, "its tokenizer 'bert' is not one gen converts "
          "(llama, gpt2)"),
     ],
-    ids=["softcapping", "yarn", "experts", "not causal", "partial rotary", "split",
-         "adapter", "tokenizer"],
+    ids=["softcapping", "longrope", "yarn's own numbers", "experts", "not causal",
+         "partial rotary", "split", "adapter", "tokenizer"],
 )  # fmt: skip
 def test_metadata_that_changes_the_arithmetic_is_refused(
     tmp_path: Path, metadata: dict[str, object], problem: str

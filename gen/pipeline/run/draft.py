@@ -14,7 +14,12 @@ from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.outline import Refusal
 from gen.pipeline.run.reader import Reader
-from gen.pipeline.run.release import release_end, round_pieces
+from gen.pipeline.run.release import (
+    bare_marker_from,
+    release_end,
+    round_pieces,
+    unfinished_from,
+)
 from gen.pipeline.run.repetition import ECHO_N, LoopDetector, Repetition
 from gen.pipeline.run.siblings import Siblings, plan_start
 from gen.text.function_words import FUNCTION_WORDS
@@ -50,6 +55,7 @@ class Draft:
         self._detector = LoopDetector(earlier=self._earlier)
         self._stale = False  # the text was cut back: the checks start again on it
         self.covered: list[str] = []  # sentences cut for saying an earlier section again
+        self.unfinished: str | None = None  # the sentence a cut-off section ended in, dropped
         self.list: ListItems | None = None  # a held list: its guard checks the items
         self.reader: Reader | None = None  # the reader checks; None: off (a shaped output)
         # the text's length when the last round ended uncut (a kv round that goes on from
@@ -161,10 +167,12 @@ class Draft:
                 self._check(piece, judge=False)
         self.release(round_no=round_no)
 
-    def finish(self, tail: str) -> None:
+    def finish(self, tail: str, cut_off: bool = False) -> None:
         """The end of the section, `tail` the text the backend still held: a last line that
-        is a sibling's title is dropped (and a last line that is junk), and everything still
-        held back is shown."""
+        is a sibling's title is dropped (and a last line that is junk, or only a list
+        marker), and everything still held back is shown. `cut_off`: the last round was
+        cut off at max_tokens and no round went on from it: the unfinished sentence it
+        ends in is dropped (it is held back, never shown) and kept in `unfinished`."""
         piece = self.headings.feed(tail) + self.headings.flush()
         if self.reader is not None:
             piece = self.reader.close(piece, self.text, self._flowing == len(self.text))
@@ -175,6 +183,13 @@ class Draft:
         if self.reader is not None:
             self.text = self.text[: self.reader.end(self.text, self.shown)]
             self.text = self.text[: self.reader.trailing(self.text, self.shown)]
+        start = unfinished_from(self.text) if cut_off else None
+        if start is not None and start >= self.shown:
+            self.unfinished = self.text[start:].strip()
+            self.text = self.text[:start]
+        bare = bare_marker_from(self.text)  # "2." with nothing after it: held, never shown
+        if bare is not None and bare >= self.shown:
+            self.text = self.text[:bare]
         self.text = self.text[: max(self.shown, len(self.text.rstrip()))]
         self.release(final=True)
 

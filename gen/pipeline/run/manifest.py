@@ -66,6 +66,7 @@ class SectionRecord:
     length_plan: dict[str, Any] | None = None  # its rounds and target's reach (length.py)
     shown: list[Any] = field(default_factory=list)  # the citing.Shown passages it was given
     citing: dict[str, Any] | None = None  # its citations' figures (citing.Cited)
+    unfinished: str | None = None  # the sentence its last round was cut off in, dropped
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -100,6 +101,8 @@ class SectionRecord:
             data["error"] = self.error
         if self.ended_by:
             data["ended_by"] = self.ended_by
+        if self.unfinished:
+            data["unfinished"] = self.unfinished
         if self.shown:
             data["passages"] = [s.to_json() for s in self.shown]
         if self.citing is not None:
@@ -135,6 +138,7 @@ class SectionRecord:
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
             length_plan=data.get("length_plan"),
             citing=data.get("citing"),
+            unfinished=data.get("unfinished"),
         )
 
 

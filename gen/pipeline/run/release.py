@@ -10,6 +10,9 @@ import re
 _RELEASE = re.compile(r"(?<!\d)[.!?…][\"'”’)\]]*(?=\s)|[。！？]|\n")
 # a line that may still become a heading, a list item or a sibling part's title: held whole
 _MARKER = re.compile(r"[ \t]*(?:#|\d+[.)]|[-*+•]|\*\*|__|(?:part|chapter|section)\b)", re.I)
+# where a sentence or a line is complete: a section cut off mid-sentence is cut back to it
+_COMPLETE = re.compile(r"[.!?…][\"'”’)\]]*(?=\s|$)|[。！？][」』”’）)]*|\n")
+_BARE_MARKER = re.compile(r"[ \t]*(?:#+|\d+[.)]|[-*+•])[ \t]*")  # a marker with no text
 HELD_SENTENCES = 5  # the last sentences are held back: a loop (a refrain takes 5) is cut unseen
 MAX_HELD = 1500  # characters held back without a sentence end before they are shown anyway
 
@@ -45,3 +48,29 @@ def round_pieces(
             pieces.append((number, text[begin:at]))
         begin, number = at, n
     return pieces
+
+
+def unfinished_from(text: str) -> int | None:
+    """Where the unfinished sentence that ends `text` begins (the text was cut off in the
+    middle of it): after the last sentence end or line break, and before a list marker or
+    heading mark left with nothing after it. None where the text ends a sentence or a
+    line, or completes none at all (then nothing is left to keep)."""
+    body = text.rstrip(" \t")
+    if not body.strip() or body.endswith("\n"):
+        return None
+    ends = [m.end() for m in _COMPLETE.finditer(body)]
+    if not ends or ends[-1] >= len(body):
+        return None
+    end = ends[-1]
+    line = body.rfind("\n", 0, end) + 1
+    if _BARE_MARKER.fullmatch(body, line, end):  # "3." of "3. Use fresh wa"
+        end = line
+    return end if body[:end].strip() else None
+
+
+def bare_marker_from(text: str) -> int | None:
+    """Where a last line that is only a list marker or heading mark ("2.", "-", "##")
+    begins; None where the last line has text."""
+    body = text.rstrip()
+    line = body.rfind("\n") + 1
+    return line if body and _BARE_MARKER.fullmatch(body, line) else None

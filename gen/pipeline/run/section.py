@@ -303,10 +303,12 @@ class SectionRun:
             ended = ("target_words", "repetition", *READER_CUTS, *self.siblings.titles.values())
             if last is not None and last.stop_reason in ended:
                 tail = ""  # text the engine held back lies past where the section was cut
-            if last is not None and last.finish_reason == "length":
+            cut_off = last is not None and last.finish_reason == "length"
+            if cut_off:
                 tail = tail.rstrip(REPLACEMENT)  # half a character at the cut is not text
-            draft.finish(tail)
+            draft.finish(tail, cut_off=cut_off and last is not None and last.stop_reason is None)
         self.rec.text = draft.text
+        self.rec.unfinished = draft.unfinished
         self.rec.words = count_words(draft.text)
         self.rec.target_words = self.target
         if self.target:

@@ -14,11 +14,15 @@ _MARKED = re.compile(
     r"(?P<item>\S.*?)\s*$"
 )
 _DECORATION = re.compile(r"^\*\*(.*)\*\*$|^__(.*)__$")
+# an item's own number said again at its end ("How bicycles work: 1"), after a colon or a
+# dash or in brackets ("Part 1" is a title, not an echo)
+_NUMBER_ECHO = re.compile(r"(?:\s*[:：\-–—]\s*|\s*[(（])(\d+)[)）]?\s*$")
 
 
 def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
-    """Top-level items of the first list in `text`; without list markers, its non-empty lines.
-    Items repeated (case, punctuation and a plural -s aside, or a twin: one word misspelt),
+    """Top-level items of the first list in `text`; without list markers, its non-empty lines;
+    an item's own number said again at its end is dropped where every item has one. Items
+    repeated (case, punctuation and a plural -s aside, or a twin: one word misspelt),
     and items whose title is (or is a twin of), or starts with, one of `exclude` (titles the
     pipeline writes itself), are left out."""
     marked = [m for m in map(_MARKED.match, text.splitlines()) if m]
@@ -27,7 +31,17 @@ def parse_list(text: str, exclude: Sequence[str] = ()) -> list[str]:
         items = [m.group("item") for m in marked if len(m.group("indent").expandtabs()) == top]
     else:
         items = [line.strip() for line in text.splitlines() if line.strip()]
-    return _distinct([item for item in map(_clean, items) if item], exclude)
+    return _distinct(_without_own_numbers([item for item in map(_clean, items) if item]), exclude)
+
+
+def _without_own_numbers(items: list[str]) -> list[str]:
+    """The items less their own numbers where every one of them (two or more) ends in its
+    position in the list ("Tides: 1", "Storms: 2"): the model numbered the list twice."""
+    found = [_NUMBER_ECHO.search(item) for item in items]
+    own = [m is not None and int(m.group(1)) == n for n, m in enumerate(found, 1)]
+    if len(items) < 2 or not all(own):
+        return items
+    return [item[: m.start()] if m else item for item, m in zip(items, found, strict=True)]
 
 
 def parse_json_items(text: str, exclude: Sequence[str] = ()) -> list[Any]:

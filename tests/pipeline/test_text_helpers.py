@@ -66,6 +66,18 @@ def test_parse_list_takes_a_plural_for_the_same_item() -> None:
     assert parse_list(text) == ["Water treatment process", "Boxes"]
 
 
+def test_parse_list_drops_each_items_own_number_said_again() -> None:
+    from gen.text.listparse import parse_list
+
+    text = "1. How bicycles work: 1\n2. Gears and chains: 2\n3. 自行车的历史（3）\n"
+    assert parse_list(text) == ["How bicycles work", "Gears and chains", "自行车的历史"]
+    kept = ["Part 1", "Part 2"]  # a title with a number in it, no echo
+    assert parse_list("1. Part 1\n2. Part 2\n") == kept
+    mixed = ["Top tips: 10", "Tides: 2"]  # not every item ends in its own number
+    assert parse_list("- Top tips: 10\n- Tides: 2\n") == mixed
+    assert parse_list("1. Rules: 1\n") == ["Rules: 1"]  # one item says nothing
+
+
 def test_parse_list_drops_a_twin_with_one_word_misspelt() -> None:
     text = (
         "1. Building lighthouses\n2. Building lighthairs\n3. Lighthouses in Europe\n"

@@ -412,19 +412,12 @@ def peer_figures(
     return figures
 
 
-def _parted_at(a: str, b: str) -> int:
-    """How many characters two texts share before they part."""
-    return next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
-
-
 def text_agreement(ours: list[str], theirs: list[str]) -> dict[str, Any]:
     """How far two engines' texts of the same greedy requests agree: how many are equal,
     and the share of each text (characters, ours as the measure) before they part."""
     ours = [t.rstrip("\ufffd") for t in ours]  # (a streamed reply never ends in half a char)
     pairs = list(zip(ours, theirs, strict=True))
-    shares = [_parted_at(a, b) / len(a) if a else float(a == b) for a, b in pairs]
+    shares = [common_prefix(a, b) / len(a) if a else float(a == b) for a, b in pairs]
     return {
         "requests": len(ours),
         "identical": sum(a == b for a, b in pairs),

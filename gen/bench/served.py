@@ -347,12 +347,11 @@ def run_served(
             seconds.append(took)
             in_process.append(here())
         singles, singles_here = [], []
-        client = Client(url)  # (its connection opened by an untimed request first)
-        client.send_one(alone[0] | {"messages": messages[0], "max_tokens": 2, "min_tokens": 2})
-        for body, m in zip(alone, single, strict=True):
-            singles.append(client.send_one(body))
-            singles_here.append(here_single(m))
-        client.close()
+        with contextlib.closing(Client(url)) as client:  # (opened by an untimed request)
+            client.send_one(alone[0] | {"messages": messages[0], "max_tokens": 2, "min_tokens": 2})
+            for body, m in zip(alone, single, strict=True):
+                singles.append(client.send_one(body))
+                singles_here.append(here_single(m))
     return Served(
         seconds=seconds,
         in_process_seconds=in_process,

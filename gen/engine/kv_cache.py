@@ -198,7 +198,8 @@ class KVCache:
         v[:, at % size] = kv[1][:, at - first]
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+def common_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading items (ids, characters) a and b share."""
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:

@@ -82,10 +82,10 @@ GEMMA3_LAYER = (
 )  # fmt: skip
 
 # The one list of what gen runs; an architecture added to the engine is added here.
-# (gen.models.gguf_weights.gguf_config applies a linear rope scaling, a `rope_freqs`
-# tensor, llama.cpp's form of Llama 3's, and a Llama or Mistral file's sliding window, and
-# takes the head width from key_length; SmolLM3's config is gen's own, as transformers does
-# not read its files: gen.models.convert.gguf_hf_config.)
+# (gen.models.gguf_weights.gguf_config applies a linear or YaRN rope scaling (file_rope),
+# a `rope_freqs` tensor, llama.cpp's form of Llama 3's, and a Llama or Mistral file's
+# sliding window, and takes the head width from key_length; SmolLM3's config is gen's own,
+# as transformers does not read its files: gen.models.convert.own_config.)
 ARCHITECTURES: dict[str, Architecture] = {
     "llama": Architecture(LLAMA_LAYER, sliding_window=True, optional=("rope_freqs.weight",)),
     "mistral": Architecture(LLAMA_LAYER, sliding_window=True),

@@ -30,6 +30,9 @@ from tests.models import ggufs
 # (a Gemma 3 file holds no query_pre_attn_scalar: llama.cpp scales by the head width; nor
 # a softcap)
 GEMMA_FILE = {**GEMMA, "query_pre_attn_scalar": 32, "final_logit_softcapping": None}
+# the config gguf_config completes in the tests that read a file's metadata alone
+METADATA_ONLY = ModelConfig(vocab_size=8, hidden_size=64, intermediate_size=64, num_layers=1,
+                            num_heads=2, num_kv_heads=2, head_dim=32)  # fmt: skip
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "qwen3": ("qwen3", {"head_dim": 32}),
     "gemma3": ("gemma3_text", GEMMA_FILE),
@@ -146,10 +149,8 @@ def test_another_rope_scaling_in_a_file_is_refused(tmp_path: Path) -> None:
 
     longrope = {"{arch}.rope.scaling.type": "longrope", "{arch}.rope.scaling.factor": 4.0}
     path = ggufs.write_gguf(tmp_path / "long.gguf", arch="qwen3", metadata=longrope)
-    cfg = ModelConfig(vocab_size=8, hidden_size=64, intermediate_size=64, num_layers=1,
-                      num_heads=2, num_kv_heads=2, head_dim=32)  # fmt: skip
     with pytest.raises(ModelError, match="rope scaling 'longrope' in a GGUF file is not run"):
-        gguf_config(path, cfg)
+        gguf_config(path, METADATA_ONLY)
 
 
 @pytest.mark.parametrize(
@@ -164,9 +165,7 @@ def test_a_files_rope_scaling_is_read_as_llama_cpp_reads_it(
     tmp_path: Path, metadata: dict[str, object], kind: str, factor: float
 ) -> None:
     path = ggufs.write_gguf(tmp_path / "r.gguf", arch="qwen3", metadata=metadata)
-    cfg = ModelConfig(vocab_size=8, hidden_size=64, intermediate_size=64, num_layers=1,
-                      num_heads=2, num_kv_heads=2, head_dim=32)  # fmt: skip
-    rope = gguf_config(path, cfg).rope
+    rope = gguf_config(path, METADATA_ONLY).rope
     assert (rope.kind, rope.factor) == (kind, factor)
 
 

@@ -18,10 +18,14 @@ MAX_HELD = 1500  # characters held back without a sentence end before they are s
 
 
 def release_end(text: str, shown: int, final: bool = False) -> int:
-    """How far `text` may go out, `shown` of it already out: all of it when `final`; else
-    all but the last HELD_SENTENCES sentences, and not into a line that may still become a
-    heading or a marker. (At most `shown`: nothing new.)"""
+    """How far `text` may go out, `shown` of it already out: all of it when `final` (but a
+    last line that is only a list marker, which the section's end drops); else all but the
+    last HELD_SENTENCES sentences, and not into a line that may still become a heading or
+    a marker. (At most `shown`: nothing new.)"""
     end = len(text)
+    bare = bare_marker_from(text) if final else None
+    if bare is not None:
+        end = max(shown, bare)
     if not final:
         ends = [m.end() for m in _RELEASE.finditer(text, shown)]
         end = ends[-HELD_SENTENCES - 1] if len(ends) > HELD_SENTENCES else shown

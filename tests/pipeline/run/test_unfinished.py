@@ -71,6 +71,19 @@ def test_a_last_line_that_is_only_a_list_marker_is_dropped(tmp_path: Path, finis
     assert text.rstrip() == "Three tips.\n\n1. Boil fresh water."
 
 
+def test_a_list_marker_before_the_targets_paragraph_break_is_never_shown(tmp_path: Path) -> None:
+    """The length policy ends the section at the paragraph break past its target, which
+    comes after a bare "2.": the marker is held back there too, then dropped."""
+    reply = ("Tea comes from the leaves of one plant that grows on warm green hills. "
+             "Pickers take the top leaves by hand in the early morning.\n\n2.\n\n"
+             "Then the leaves wither on racks for many hours before rolling.")  # fmt: skip
+    sec, text, _, _ = run_section(
+        tmp_path, PROMPT, [(reply, "stop")], max_rounds=1, target_words=26
+    )
+    assert sec["rounds"][-1]["stop_reason"] == "target_words"
+    assert text.rstrip().endswith("by hand in the early morning.")
+
+
 def test_a_round_that_goes_on_finishes_the_sentence(tmp_path: Path) -> None:
     """Cut off, then continued: the sentence is finished, nothing is dropped."""
     replies = [("Tea comes from one plant. Pickers take the top", "length"),

@@ -3,9 +3,10 @@ them from any source: CLI flags, a pipeline's settings, an HTTP body. Torch-free
 
 Frequency/presence and the no-repeat n-gram ban look at the request's generated ids only,
 over every round of a parked and resumed request (copying a phrase of the prompt, such as
-a document's topic, is legitimate). DRY, as in llama.cpp, looks at the prompt too: a round
-that re-sends the text written so far must not loop back into it. `repetition_penalty`,
-as in Hugging Face, includes the prompt.
+a document's topic, is legitimate). DRY, as in llama.cpp, looks at the prompt too, unless
+`dry_prompt_tokens` limits it to the prompt's last N ids: a pipeline gives it only the
+answer a round goes on with (its own text), so figures and names copied from the prompt
+are never penalised. `repetition_penalty`, as in Hugging Face, includes the prompt.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class SamplingParams:
     dry_allowed_length: int = 2
     dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
     dry_penalty_last_n: int = 0
+    # how many of the prompt's last ids DRY reads; None: all of them (llama.cpp), 0: none
+    dry_prompt_tokens: int | None = None
     # OpenAI's logit_bias: (token id, bias in [-100, 100]) pairs added to the logits
     logit_bias: tuple[tuple[int, float], ...] = ()
     seed: int | None = None
@@ -150,6 +153,12 @@ class SamplingParams:
             "dry_penalty_last_n",
             f"dry_penalty_last_n must be >= 0 (0: all generated tokens), "
             f"got {self.dry_penalty_last_n}",
+        )
+        _check(
+            self.dry_prompt_tokens is None or self.dry_prompt_tokens >= 0,
+            "dry_prompt_tokens",
+            f"dry_prompt_tokens must be >= 0 (or None: the whole prompt), "
+            f"got {self.dry_prompt_tokens}",
         )
         _check(
             all(self.dry_sequence_breakers),

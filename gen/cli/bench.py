@@ -56,6 +56,19 @@ def add_command(sub: Any) -> None:
         "en-1500-dialogue, en-3000, zh-400, zh-2000, recipe-5000)",
     )
     b.add_argument(
+        "--checks",
+        action="store_true",
+        help="replay a corpus of good writing (English and Chinese) through a section run "
+        "and count how often the loop and reader checks cut it (no model needed)",
+    )
+    b.add_argument(
+        "--corpus",
+        default=None,
+        metavar="DIR",
+        help="with --checks: a folder of *.md documents with front matter (prompt, kind, "
+        "language) in place of gen's own corpus",
+    )
+    b.add_argument(
         "--outlines",
         action="store_true",
         help="measure the tech-report's outline step alone over 10 topics, held to its "
@@ -131,6 +144,17 @@ def _bench_quality(args: argparse.Namespace, note: Callable[[str], None]) -> int
     return 0
 
 
+def _bench_checks(args: argparse.Namespace, note: Callable[[str], None]) -> int:
+    from gen.bench.checks import cut_lines, run_checks
+
+    r = run_checks(Path(args.corpus) if args.corpus else None, note)
+    if args.json:
+        print(json.dumps(r, ensure_ascii=False))
+        return 0
+    _print_lines(list(cut_lines(r)))
+    return 0
+
+
 def _bench_outlines(args: argparse.Namespace, note: Callable[[str], None]) -> int:
     from gen.bench.outlines import TECH_REPORT, run_outlines
 
@@ -157,6 +181,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_quality(args, note)
     if args.outlines:
         return _bench_outlines(args, note)
+    if args.checks:
+        return _bench_checks(args, note)
 
     r = run_bench(
         args.model or default_model(),

@@ -124,8 +124,9 @@ class Sequence:
         return self._seen
 
     def penalty_state(self, vocab: int, breakers: SequenceBreakers) -> PenaltyState | None:
-        """The penalties over the generated ids (every round's; DRY's over the prompt too),
-        kept up to date token by token; None when the params use none."""
+        """The penalties over the generated ids (every round's; DRY's over the prompt too, or
+        its last dry_prompt_tokens ids), kept up to date token by token; None when the
+        params use none."""
         p = self.params
         if not p.has_penalties:
             return None
@@ -135,7 +136,11 @@ class Sequence:
                 self.penalties = PenaltyState(p, vocab, ids, words)
             else:
                 self.penalties = PenaltyState(p, vocab)
-            self.penalties.push_context(self.prompt_ids)
+            n = p.dry_prompt_tokens
+            context = self.prompt_ids
+            if n is not None:
+                context = context[max(0, len(context) - n) :]
+            self.penalties.push_context(context)
             for token in self.output_ids:
                 self.penalties.push(token)
         return self.penalties

@@ -60,19 +60,31 @@ _WRITING = re.compile(
     r"|\bparagraphs? (?:contains?|has|have|will|should|must)\b"
     r"|\bword count\b|\b\d[\d,]*[- ]words?\b|\bwords? (?:long|in length)\b"
     r"|\bin this " + _SELF + r",? (?:i|we) (?:have|will|'ll|'ve|am going to|are going to)\b"
-    r"|\b(?:i am|i'm) going to (?:give|write|tell|help|provide|share|continue|start|begin)\b"
-    r"|\blet me (?:help|write|continue|give|provide|start|begin|share|finish)\b"
     r"|\bin (?:my|the|this) (?:next|following|last|previous) (?:paragraph|section|part)\b"
-    r"|\b(?:i'd|i would) like to (?:delve|discuss|write|explore|share|explain|talk)\b"
-    r"|\b(?:i will|i'll|i shall) (?:now )?(?:write|continue|provide|give|help|start|begin|"
-    r"share|finish|expand)\b"
     r"|\b(?:the )?rest of (?:the|this|my) " + _WORK + r"\b"
     r"|\b(?:the )?next (?:part|section|paragraph|chapter) (?:will|is going to)\b",
     re.IGNORECASE,
 )
+# what the writer is going to do next: chatter in a text, but a speaker's own words in a
+# speech ("I'd like to talk to you tonight about …", "接下来，我们来看……")
+_INTENT = re.compile(
+    r"\b(?:i am|i'm) going to (?:give|write|tell|help|provide|share|continue|start|begin)\b"
+    r"|\blet me (?:help|write|continue|give|provide|start|begin|share|finish)\b"
+    r"|\b(?:i'd|i would) like to (?:delve|discuss|write|explore|share|explain|talk)\b"
+    r"|\b(?:i will|i'll|i shall) (?:now )?(?:write|continue|provide|give|help|start|begin|"
+    r"share|finish|expand)\b",
+    re.IGNORECASE,
+)
+# a prompt that asks for words to be spoken
+_SPOKEN = re.compile(
+    r"\b(?:speech|talk|address|toast|presentation|sermon|lecture|eulogy|script|remarks)\b"
+    r"|演讲|致辞|讲话|发言|主持|台词|脚本|串词",
+    re.IGNORECASE,
+)
 _ASSISTANT_ZH = re.compile(
     r"^(?:好的|当然|没问题|当然可以|可以|好)[！!，,。.：:]*$"
-    r"|^(?:好的|当然|没问题|当然可以)[！!，,。.]"
+    # ("当然，" alone opens an essay's own concession: "当然，坚持不等于蛮干。")
+    r"|^(?:好的|没问题|当然可以)[！!，,。.]|^当然[！!。.]|^当然[，,](?:以下|下面|这是|我|可以|没问题)"
     r"|^(?:以下是|下面是|这是|这里是|如下是).*(?:文章|短文|故事|计划|内容|回答|报告|大纲|范文|"
     r"段落|作文|介绍|说明)"
     r"|希望(?:这篇|这些|这个|以上|本文|我的|对你|对您|能|你|您).{0,12}(?:帮助|有用|喜欢|满意)"
@@ -86,7 +98,19 @@ _WRITING_ZH = re.compile(
 )
 
 # an echo of the prompt: at least ECHO_GRAMS word 4-grams, ECHO_SHARE of them the prompt's
+# requests' (its sentences or clauses that ask for something; the material it gives, such
+# as figures and names to use, is the text's to copy)
 ECHO_N, ECHO_GRAMS, ECHO_SHARE = 4, 3, 0.6
+_CLAUSE = re.compile(r"(?<=[.!?;:。！？；：，\n])")
+_REQUEST = re.compile(
+    r"\b(?:write|compose|draft|create|make|produce|prepare|give|describe|explain|include|"
+    r"use|quote|cover|discuss|list|outline|summari[sz]e|help|please|should|must|need|want|"
+    r"words?|paragraphs?|essay|article|report|story|speech|plan|guide|about)\b"
+    r"|请|写|要求|包含|必须|需要|使用|围绕|\d+\s*字|字数|篇",
+    re.IGNORECASE,
+)
+# a speaker's label opens a line of dialogue ("ALEX: I'll finish first.", "甲：我来吧。")
+_SPEAKER = re.compile(r"^(?:[A-Z][A-Z .'-]{1,24}|[A-Z][a-z]{1,15}|[\u4e00-\u9fff]{1,3})[:：]\s*\S")
 
 
 def units(text: str, start: int = 0) -> Iterator[tuple[int, int]]:
@@ -112,16 +136,21 @@ class Chatter:
 
     def __init__(self, prompt: str = "", subjects: Iterable[str] = ()) -> None:
         quoted = {g for s in subjects for g in ngrams(tokens(s), ECHO_N)}
-        self._prompt = frozenset(ngrams(tokens(prompt), ECHO_N)) - quoted
+        requests = [c for c in _CLAUSE.split(prompt) if _REQUEST.search(c)]
+        asked = {g for c in requests for g in ngrams(tokens(c), ECHO_N)}
+        self._prompt = frozenset(asked - quoted)
+        self._spoken = bool(_SPOKEN.search(prompt))
 
     def rule(self, sentence: str) -> Rule | None:
         """Which kind of chatter the sentence is, or None for a sentence of the text's own."""
         said = bare(sentence)
-        if not any(c.isalnum() for c in said) or _QUOTES.search(said):
+        if not any(c.isalnum() for c in said) or _QUOTES.search(said) or _SPEAKER.match(said):
             return None
         if _ASSISTANT.search(said) or _ASSISTANT_ZH.search(said):
             return "assistant"
         if _WRITING.search(said) or _WRITING_ZH.search(said):
+            return "writing"
+        if not self._spoken and _INTENT.search(said):
             return "writing"
         if self._prompt:
             grams = ngrams(tokens(said), ECHO_N)

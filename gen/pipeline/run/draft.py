@@ -58,6 +58,7 @@ class Draft:
         self.unfinished: str | None = None  # the sentence a cut-off section ended in, dropped
         self.list: ListItems | None = None  # a held list: its guard checks the items
         self.reader: Reader | None = None  # the reader checks; None: off (a shaped output)
+        self.allowed: set[str] = set()  # the checks that yielded: they cut nothing more
         # the text's length when the last round ended uncut (a kv round that goes on from
         # there goes on with the junk filter's line); None: cut, or text added since
         self._flowing: int | None = None
@@ -79,6 +80,7 @@ class Draft:
                 floor=self.shown,
                 restart=restart and bool(self.text),
                 earlier=self._earlier,
+                allowed=frozenset(self.allowed),
             )
         elif restart and self.text:
             self._detector.restart()
@@ -87,6 +89,11 @@ class Draft:
             self.reader.begin(self.text, self.shown, flowing, fresh, restart=answer)
         self._stale = False
         self._flowing = None
+
+    def allow(self, kind: str) -> None:
+        """The check of this kind yields: from now on it cuts nothing."""
+        self.allowed.add(kind)
+        self._stale = True  # the next round's checks are made anew, without it
 
     def take(self, piece: str, round_no: int) -> str | Repetition | None:
         """Add a piece of the round's text; a loop or the length policy may end the round:
@@ -142,7 +149,7 @@ class Draft:
                     return self._cut(found)
         if answered and self.reader is not None:  # chatter inside is cut, at the end dropped
             found = self.reader.chatter_cut(self.text, self.shown, final=True)
-            if found is not None:
+            if found is not None and found.kind not in self.allowed:
                 return self._cut(found)
             self.text = self.text[: self.reader.trailing(self.text, self.shown)]
         self.release(round_no=round_no)  # the last sentences stay held into the next round
@@ -211,7 +218,7 @@ class Draft:
             found = self.reader.language_cut(piece, self.text, self.shown, judge)
             if found is None and judge:
                 found = self.reader.chatter_cut(self.text, self.shown)
-        return found
+        return None if found is None or found.kind in self.allowed else found
 
     def _clean(self, piece: str) -> tuple[str, Repetition | None]:
         """The piece without its junk, and the cut a row of junk calls for."""

@@ -67,6 +67,8 @@ class SectionRecord:
     shown: list[Any] = field(default_factory=list)  # the citing.Shown passages it was given
     citing: dict[str, Any] | None = None  # its citations' figures (citing.Cited)
     unfinished: str | None = None  # the sentence its last round was cut off in, dropped
+    # the checks that cut every retry and then yielded: {"kind", "detail"} each
+    yields: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -103,6 +105,8 @@ class SectionRecord:
             data["ended_by"] = self.ended_by
         if self.unfinished:
             data["unfinished"] = self.unfinished
+        if self.yields:
+            data["yields"] = self.yields
         if self.shown:
             data["passages"] = [s.to_json() for s in self.shown]
         if self.citing is not None:
@@ -136,6 +140,7 @@ class SectionRecord:
             language_share=data.get("language_share"),
             relevance=data.get("relevance"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
+            yields=list(data.get("yields", [])),
             length_plan=data.get("length_plan"),
             citing=data.get("citing"),
             unfinished=data.get("unfinished"),

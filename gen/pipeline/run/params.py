@@ -1,6 +1,7 @@
 """A round's SamplingParams: the section's own settings; a retry after a loop samples with
 another seed, stronger DRY, a little hotter, and the words its loops leaned on made less
-likely."""
+likely. DRY reads the section's own text only, never the prompt, the sources or earlier
+sections: a figure, a name or a quotation copied from them is not a loop."""
 
 from __future__ import annotations
 
@@ -28,10 +29,13 @@ def sampling(
     least: int = 0,
     constraint: Constraint | None = None,
     warm: float = 0.0,
+    own_tokens: int = 0,
 ) -> SamplingParams:
     """The round's SamplingParams; the n-th retry after a loop samples with seed + n, and
     with DRY 1.5**strength times stronger (strength: retries in a row without progress);
-    `warm`: the least temperature (a refused list item is sampled again)."""
+    `warm`: the least temperature (a refused list item is sampled again); `own_tokens`:
+    the tokens at the prompt's end that are the section's own text (the answer a prefix
+    round goes on with), the only part of the prompt DRY reads."""
     dry, temperature = settings.dry_multiplier, max(settings.temperature, warm)
     if retry:
         seed = None if seed is None else seed + retry
@@ -44,6 +48,7 @@ def sampling(
         max_tokens=max_tokens,
         temperature=temperature,
         dry_multiplier=dry,
+        dry_prompt_tokens=own_tokens,
         logit_bias=bias,
         seed=seed,
         stop=(*settings.stop, *stop),

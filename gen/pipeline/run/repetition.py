@@ -3,6 +3,7 @@ loop (repeated span, repeated sentence, collapsed vocabulary) begins; trimming i
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -54,6 +55,17 @@ SUBJECT_SAME, SUBJECT_WINDOW = 6, 7
 # HEADING_LEAD words, numbers aside ("Step 12: Learn to Use …" again and again; "Week 3:
 # Closures" after "Week 2: Optionals" is a plan)
 HEADING_LEAD = 4
+# a motif: a short sentence said again MOTIF_GAP or more sentences after its last copy (a
+# story's refrain line, a plan's "Long run: Sun 6 km easy" in two weeks) is let pass on its
+# own; a repeated sentence right after it makes both a loop. Short: at most MOTIF_TOKENS
+# words (MOTIF_CJK characters)
+MOTIF_GAP, MOTIF_TOKENS, MOTIF_CJK = 3, 14, 24
+# a labelled line of a list ("**Long run:** Sun 6 km easy", "目标：…") said again, not
+# back to back, is a plan's weeks alike, never a loop on its own
+# a quoted line said again back to back ("“No.”" three times in a dialogue) takes one more
+# copy to be a loop than a bare line
+_LABELLED = re.compile(r"[ \t>*_#\-+•\d.)]*[^\s:：*]{1,24}(?: [^\s:：*]{1,24}){0,3}[*_]*[:：]")
+_QUOTE_MARKS = frozenset('"“”「」『』')
 # word: one word (not a function word) is more than this share of the recent tokens
 WORD_SHARE = 0.2
 # echo: a sentence of at least ECHO_GRAMS word 5-grams, at least ECHO_SHARE of them in
@@ -129,6 +141,7 @@ class LoopDetector:
         min_sentence_cjk: int = 8,
         collapse_tokens: int = 150,
         collapse_distinct: float = 0.5,
+        allowed: frozenset[str] = frozenset(),
     ) -> None:
         if not 1 <= min_span_tokens <= long_span_tokens:
             raise ValueError(
@@ -144,6 +157,7 @@ class LoopDetector:
             raise ValueError(f"collapse_tokens must be >= 8, got {collapse_tokens}")
         if not 0 < collapse_distinct <= 1:
             raise ValueError(f"collapse_distinct must be in (0, 1], got {collapse_distinct}")
+        self._allowed = allowed  # kinds it does not report (checks that yielded)
         self._min_span, self._long_span = min_span_tokens, long_span_tokens
         self._short_loop = short_loop_tokens
         self._sentence = (min_sentence_tokens, min_sentence_cjk)
@@ -158,7 +172,8 @@ class LoopDetector:
         self._window: deque[Token] = deque(maxlen=window_tokens)
         self._runs = [0] * (window_tokens // 2 + 1)
         # sentence: every earlier sentence; where fed units end (places to trim back to)
-        self._seen: set[str] = set()
+        self._seen: dict[str, int] = {}  # each earlier sentence -> its number
+        self._motif: int | None = None  # where a motif said again (not yet a loop) begins
         # restart: a round asked to go on (more, chat) whose first sentence is close to one
         # already written has started the text over
         self._restart = restart
@@ -305,7 +320,8 @@ class LoopDetector:
         n = len(units)
         for p in range(1, min(len(runs), n)):
             runs[p] = runs[p] + 1 if units[n - 1 - p].tokens == unit.tokens else 0
-            if fed and runs[p] >= 2 * p:
+            quoted = any(c in _QUOTE_MARKS for c in self.text[unit.start : unit.end])
+            if fed and runs[p] >= 2 * p + quoted:
                 copied = max(0, n - runs[p] - p)  # the first copy, then the run's first repeat
                 text = self.text[units[copied].start : units[copied + p - 1].end].rstrip()
                 # fragments go with every copy; sentences keep their first
@@ -339,14 +355,30 @@ class LoopDetector:
                 text = _clip(self.text[unit.start : unit.end])
                 return self._report("echo", unit.start, f"an earlier section said it: {text}")
         key = sentence_key(unit)
-        if fed and key in self._seen:
-            return self._report(
-                "sentence",
-                unit.start,
-                f"repeats an earlier sentence: {_clip(self.text[unit.start : unit.end])}",
-            )
-        self._seen.add(key)
-        return None
+        number = len(self._sentences)
+        last = self._seen.get(key)
+        self._seen[key] = number
+        if not fed or last is None:
+            self._motif = None
+            return None
+        if number - last > MOTIF_GAP and _LABELLED.match(self.text, unit.start):
+            return None  # a list's labelled line said again: a plan's weeks alike
+        motif, self._motif = self._motif, None
+        if motif is None and number - last > MOTIF_GAP and self._motif_line(unit):
+            self._motif = unit.start  # a motif, unless the next sentence repeats too
+            return None
+        start = unit.start if motif is None else motif
+        return self._report(
+            "sentence",
+            start,
+            f"repeats an earlier sentence: {_clip(self.text[unit.start : unit.end])}",
+        )
+
+    @staticmethod
+    def _motif_line(unit: Unit) -> bool:
+        """Short enough to be a motif line."""
+        limit = MOTIF_CJK if unit.cjk * 2 > len(unit.tokens) else MOTIF_TOKENS
+        return len(unit.tokens) <= limit
 
     def _refrain(self, unit: Unit, fed: bool) -> Repetition | None:
         """Sentence after sentence opening with the same words ("The universe is ...", "The
@@ -459,7 +491,7 @@ class LoopDetector:
         norm = token.norm
         return token.region == "text" and norm not in FUNCTION_WORDS and norm not in CJK_FUNCTION
 
-    def _word(self, word: str) -> Repetition:
+    def _word(self, word: str) -> Repetition | None:
         """One word fills the window ("God's grace, God's mercy, God's ..."): cut where it
         starts to take more than half again its share of what follows."""
         recent = list(self._recent)
@@ -475,7 +507,9 @@ class LoopDetector:
 
     def _report(
         self, kind: Kind, start: int, detail: str, words: tuple[str, ...] = ()
-    ) -> Repetition:
+    ) -> Repetition | None:
+        if kind in self._allowed:
+            return None
         start = max(start, self._floor)
         keep = self._ends[bisect_right(self._ends, start) - 1]
         return Repetition(kind, start, keep, detail, words)

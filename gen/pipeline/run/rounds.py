@@ -40,6 +40,12 @@ CUTS: dict[str, Cut] = {
     "item": "item", "junk": "junk", "language": "language", "gibberish": "gibberish",
     "chatter": "chatter", "drift": "drift",
 }  # fmt: skip
+# the loop checks that judge (a refrain, a collapse of the vocabulary, one word crowding the
+# rest, a restart, an echo) and drift: when the retries keep writing what one of them cuts,
+# it yields, the section goes on and keeps what it writes, and the manifest says so. A loop
+# no reader would keep (a span or a sentence said again, a count, a run-on word), junk,
+# another script, gibberish and an assistant's talk end the section as before.
+YIELDING = frozenset({"refrain", "collapse", "word", "restart", "echo", "drift"})
 # the cuts retried like a loop, and what the section's end is called when they keep coming
 LOOPED: dict[Cut, Why] = {
     "loop": "loops", "junk": "junk", "language": "language", "gibberish": "gibberish",
@@ -61,6 +67,7 @@ class Rounds:
     extend: bool = False  # the next round writes on past where the model stopped
     stalls: int = 0  # rounds in a row cut off by max_tokens that wrote no letter or digit
     sound_end: int = 0  # where the text stood after the last round that added words
+    yielded: frozenset[str] = frozenset()  # the checks that yielded (YIELDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,7 @@ class Outcome:
     progress: int = 0  # words written since the last retry's mark
     cut: Cut | None = None
     leaned: tuple[str, ...] = ()  # the words a loop leaned on
+    kind: str | None = None  # the check that cut it (a Repetition's kind)
     refusals: int = 0  # a held list's refusals in a row without a new item between them
     finish: str | None = "stop"  # the round's finish_reason, when it was not cut
     used: int | None = None  # prompt + completion tokens, where the backend said them
@@ -136,6 +144,7 @@ class Retry:
 
     mode: RoundMode
     last: bool = False
+    yielded: str | None = None  # this check cut every retry: it yields from now on
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +178,22 @@ def next_round(state: Rounds, done: Outcome, rules: Rules) -> tuple[Rounds, Deci
     if looped is not None:
         if done.progress >= RETRY_PROGRESS_WORDS:
             state = replace(state, stuck=0)  # the last retry went on soundly for a while
+        if state.stuck >= rules.loop_retries and done.kind in YIELDING:
+            # the check cut every retry: it yields, and the section goes on with its own
+            # settings from where it was cut (a cut never ends a section short)
+            kind = done.kind
+            state = replace(
+                state,
+                stuck=0,
+                avoid=frozenset(),
+                retries=state.retries + 1,
+                retry_mark=done.end,
+                strong=0,
+                yielded=state.yielded | {kind},
+            )
+            return state, Retry(_resend(rules.strategy), _used_up(state, rules), kind)
         if state.stuck >= rules.loop_retries:
-            # stop: it loops again (or writes junk, or another script) after every retry
+            # stop: it loops again (or writes junk, or gibberish) after every retry
             return state, Stop(looped, degenerate=True)
         state = replace(
             state,

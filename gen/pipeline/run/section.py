@@ -57,6 +57,7 @@ from gen.pipeline.run.rounds import (
     Cut,
     Outcome,
     Resume,
+    Retry,
     Rounds,
     Rules,
     Stop,
@@ -277,6 +278,10 @@ class SectionRun:
                     self._params = replace(self._params, max_tokens=step.tokens)
                     await stream.resume(step.tokens)
                     continue
+                if isinstance(step, Retry) and step.yielded is not None:
+                    draft.allow(step.yielded)
+                    last = self.rec.rounds[-1].repetition or {}
+                    self.rec.yields.append({"kind": step.yielded, "detail": last.get("detail", "")})
                 tail = await stream.close()  # a cut round's tail is part of what was cut
                 if isinstance(step, Continue):
                     draft.append(tail)
@@ -352,6 +357,7 @@ class SectionRun:
             progress=count_words(text[self.state.retry_mark :]),
             cut=kind,
             leaned=cut.words if isinstance(cut, Repetition) else (),
+            kind=cut.kind if isinstance(cut, Repetition) else None,
             refusals=self.draft.list.tries if self.draft.list is not None else 0,
             finish=final.finish_reason if final else "stop",
             used=final.prompt_tokens + final.completion_tokens if final else None,
@@ -377,6 +383,7 @@ class SectionRun:
 
     async def _open(self, fitted: Fitted, mode: RoundMode) -> Stream:
         room = self.ctx.window - fitted.prompt_tokens
+        own = fitted.messages[-1]["content"] if mode == "prefix" else ""
         params = sampling(
             self.settings,
             round_tokens(self.state, self.rules, room),
@@ -387,6 +394,7 @@ class SectionRun:
             least=EXTEND_MIN_TOKENS if self.state.extend else 0,
             constraint=self._constraint(),
             warm=self.draft.list.warmth() if self.draft.list is not None else 0.0,
+            own_tokens=self.ctx.backend.count_text(own) if own else 0,
         )
         self._params = params
         self._asked = len(self.text) if mode == "more" or self.state.extend else None

@@ -314,3 +314,27 @@ def test_a_kv_round_without_usage_cannot_go_on() -> None:
 )
 def test_budget_stop(prompt_tokens: int | None, cut_off: bool, decision: Stop | None) -> None:
     assert budget_stop(prompt_tokens, 4000, cut_off) == decision
+
+
+@pytest.mark.parametrize("kind", ["collapse", "refrain", "word", "restart", "echo", "drift"])
+def test_a_judging_check_that_cuts_every_retry_yields(kind: str) -> None:
+    """A plan whose labels repeat, cut as a collapse after every retry: the check yields,
+    and the section goes on with its own settings from where it was cut."""
+    stuck = Rounds(retries=2, stuck=2, strong=RETRY_TOKENS, avoid=frozenset({"swift"}))
+    cut = Outcome(rounds=3, end=900, shown=400, kept=300, progress=10, cut="loop", kind=kind)
+    state, decision = next_round(stuck, cut, KV)
+    assert decision == Retry("prefix", yielded=kind)
+    assert state.yielded == {kind} and state.stuck == 0 and state.strong == 0
+    assert state.avoid == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("cut", "kind", "why"),
+    [("loop", "span", "loops"), ("loop", "sentence", "loops"), ("junk", "junk", "junk"),
+     ("chatter", "chatter", "chatter"), ("gibberish", "gibberish", "gibberish")],
+)  # fmt: skip
+def test_a_loop_no_reader_keeps_still_ends_the_section(cut: str, kind: str, why: str) -> None:
+    stuck = Rounds(retries=2, stuck=2)
+    done = Outcome(rounds=3, end=900, shown=400, kept=300, cut=cut, kind=kind)  # type: ignore[arg-type]
+    _, decision = next_round(stuck, done, KV)
+    assert decision == Stop(why, degenerate=True)  # type: ignore[arg-type]

@@ -280,8 +280,8 @@ class SectionRun:
                     continue
                 if isinstance(step, Retry) and step.yielded is not None:
                     draft.allow(step.yielded)
-                    last = self.rec.rounds[-1].repetition or {}
-                    self.rec.yields.append({"kind": step.yielded, "detail": last.get("detail", "")})
+                    saw = self.rec.rounds[-1].repetition or {}
+                    self.rec.yields.append({"kind": step.yielded, "detail": saw.get("detail", "")})
                 tail = await stream.close()  # a cut round's tail is part of what was cut
                 if isinstance(step, Continue):
                     draft.append(tail)

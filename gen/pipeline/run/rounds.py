@@ -159,6 +159,15 @@ class Continue:
 Decision = Stop | Resume | Retry | Continue
 
 
+def _yielding(done: Outcome) -> str | None:
+    """The check that cut the round, where it may yield after its retries: drift only past
+    text it kept (a section whose every first paragraph is off its topic has nothing on it
+    to go on from)."""
+    if done.kind not in YIELDING or (done.kind == "drift" and done.end == 0):
+        return None
+    return done.kind
+
+
 def next_round(state: Rounds, done: Outcome, rules: Rules) -> tuple[Rounds, Decision]:
     """The counters after the round, and what happens next."""
     state = replace(state, extend=False)  # an extended round is only ever the next one
@@ -178,10 +187,10 @@ def next_round(state: Rounds, done: Outcome, rules: Rules) -> tuple[Rounds, Deci
     if looped is not None:
         if done.progress >= RETRY_PROGRESS_WORDS:
             state = replace(state, stuck=0)  # the last retry went on soundly for a while
-        if state.stuck >= rules.loop_retries and done.kind in YIELDING:
+        kind = _yielding(done)
+        if state.stuck >= rules.loop_retries and kind is not None:
             # the check cut every retry: it yields, and the section goes on with its own
             # settings from where it was cut (a cut never ends a section short)
-            kind = done.kind
             state = replace(
                 state,
                 stuck=0,

@@ -33,7 +33,9 @@ def backend(real_model_blocks: Any) -> Iterator[LocalBackend]:
 
 # Two sections with the same greedy prompt, one after the other (never batched together):
 # 6 kv rounds of 48 tokens, and a single round of 288 (the issue's acceptance case).
-# Chinese text makes the 48-token seams fall inside multi-byte characters.
+# Chinese text makes the 48-token seams fall inside multi-byte characters. The prompt is
+# one on which greedy SmolLM2 trips no check: a check's cut would make the two differ
+# (that case is the next test's).
 SEAMS = """
 name: seams
 defaults:
@@ -42,12 +44,12 @@ defaults:
   system: 你是一位作家。请只用中文写作。
 sections:
   - id: rounds
-    prompt: 写一个关于龙的长故事。
+    prompt: 写一篇关于中国历史的文章。
     max_tokens: 48
     max_rounds: 6
     hidden: true  # not in the document, so the second is no echo of it to be cut
   - id: single
-    prompt: 写一个关于龙的长故事。
+    prompt: 写一篇关于中国历史的文章。
     max_tokens: 288
     max_rounds: 1
     depends_on: [rounds]

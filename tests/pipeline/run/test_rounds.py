@@ -338,3 +338,11 @@ def test_a_loop_no_reader_keeps_still_ends_the_section(cut: str, kind: str, why:
     done = Outcome(rounds=3, end=900, shown=400, kept=300, cut=cut, kind=kind)  # type: ignore[arg-type]
     _, decision = next_round(stuck, done, KV)
     assert decision == Stop(why, degenerate=True)  # type: ignore[arg-type]
+
+
+def test_drift_does_not_yield_on_a_section_with_nothing_kept() -> None:
+    """Every first paragraph off the topic: there is nothing on it to go on from."""
+    stuck = Rounds(retries=2, stuck=2)
+    done = Outcome(rounds=3, end=0, shown=0, cut="drift", kind="drift")
+    _, decision = next_round(stuck, done, KV)
+    assert decision == Stop("drift", degenerate=True)

@@ -115,6 +115,9 @@ class GenerationSettings(_Strict):
     loop_retries: NonNegativeInt = 2  # retries after a round is cut for repeating itself
     # the script the text is held to: zh (CJK), en (Latin), any (none), auto (the prompt's)
     language: Language = "auto"
+    # a prose section with a target longer than one answer is written from a plan of points
+    # (auto); true: always when it has a target; false: never (gen/pipeline/run/points.py)
+    plan: bool | Literal["auto"] = "auto"
     system: str | None = None  # a Jinja template, like prompts
 
 
@@ -233,6 +236,7 @@ class Section(_Strict):
     continuation: Continuation | None = None
     loop_retries: NonNegativeInt | None = None
     language: Language | None = None
+    plan: bool | Literal["auto"] | None = None
     system: str | None = None
     # the files its passages come from: None, the pipeline's; a list, these instead; "none"
     sources: list[str] | Literal["none"] | SourcesAdd | None = None

@@ -69,6 +69,8 @@ class SectionRecord:
     unfinished: str | None = None  # the sentence its last round was cut off in, dropped
     # the checks that cut every retry and then yielded: {"kind", "detail"} each
     yields: list[dict[str, str]] = field(default_factory=list)
+    # a section written from a plan of points: its points and where each began (points.py)
+    plan: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -107,6 +109,8 @@ class SectionRecord:
             data["unfinished"] = self.unfinished
         if self.yields:
             data["yields"] = self.yields
+        if self.plan is not None:
+            data["plan"] = self.plan
         if self.shown:
             data["passages"] = [s.to_json() for s in self.shown]
         if self.citing is not None:
@@ -141,6 +145,7 @@ class SectionRecord:
             relevance=data.get("relevance"),
             reasons=list(data["reasons"]) if "reasons" in data else _old_reasons(data),
             yields=list(data.get("yields", [])),
+            plan=data.get("plan"),
             length_plan=data.get("length_plan"),
             citing=data.get("citing"),
             unfinished=data.get("unfinished"),

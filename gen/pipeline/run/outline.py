@@ -120,8 +120,12 @@ def _literal(text: str) -> str:
 def tidy_title(title: str) -> str:
     """A title that ran to its end badly (accepted once only repeats were refused) tidied:
     what dangles at its end goes ("... building and the" -> "... building"; "bike,R" ->
-    "bike"). A title that would be left empty stays as it is."""
+    "bike"); one that ran to the length limit loses its last word, which the limit may have
+    cut in two ("... against Asian America" of "Americans"). A title that would be left
+    empty stays as it is."""
     words = title.strip().split()
+    if len(title.strip()) >= TITLE_CHARS - 1 and len(words) > 1:
+        words.pop()
     while words:
         last = words[-1]
         cut = re.sub(r"[,，][^,，]{0,2}$", "", last).rstrip(",，:：;-–—(/&'’")

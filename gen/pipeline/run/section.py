@@ -47,6 +47,14 @@ from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.manifest import SectionRecord
 from gen.pipeline.run.params import EXTEND_MIN_TOKENS, retry_bias, sampling
+from gen.pipeline.run.points import (
+    PLAN_TOKENS,
+    Plan,
+    parse_points,
+    plan_request,
+    point_count,
+    wants_plan,
+)
 from gen.pipeline.run.reader import own_prompt, section_reader
 from gen.pipeline.run.relevance import Relevance, judge_for
 from gen.pipeline.run.repetition import READER_CUTS, Repetition
@@ -145,6 +153,8 @@ class SectionRun:
         library = ctx.pipeline._library
         self.library: list[Passage] = library.passages_for(section.id) if library else []
         self.shown: list[Shown] = []  # the passages its prompt numbers, [1] first
+        self.plan: Plan | None = None  # written from a plan of points (points.py)
+        self._point_opens = False  # the next round opens a new point
         if not self.shaped and section.parse != "json":  # a shape's grammar decides its lines
             prompt = own_prompt(ctx.pipeline, section, variables)
             reader = section_reader(prompt, self.system, variables, self.settings.language)
@@ -205,6 +215,8 @@ class SectionRun:
         if self.system:
             messages.append({"role": "system", "content": self.system})
         user = render_prompt(self.ctx.pipeline, self.section, variables)
+        if self.plan is not None:  # the plan, and the point to write now
+            user += "\n\n" + self.plan.note(count_words(self.text), goes_on=bool(self.text))
         if self.draft.covered:  # after an echo was cut: name what the document already says
             said = "\n".join(f"- {c}" for c in self.draft.covered[-COVERED_SHOWN:])
             user += f"\n\n{COVERED_NOTE}\n{said}"
@@ -244,6 +256,76 @@ class SectionRun:
         self.rec.length_plan = self.length.to_json()
         return fitted
 
+    # -- a plan of points -----------------------------------------------------------
+
+    def _planned(self) -> bool:
+        """Is the section written from a plan of points? Prose with a target whose tokens
+        are more than one answer holds (or `plan: true`)."""
+        prose = not self.shaped and self.section.parse == "text" and self.draft.reader is not None
+        tokens = self.length.tokens if self.length is not None and self.target else None
+        return wants_plan(self.settings.plan, tokens, prose)
+
+    async def _make_plan(self, first: Fitted) -> Fitted:
+        """Ask for the plan's points (a request of its own, kept out of the text); the
+        first round's prompt carries them and the first point. No plan parsed: the section
+        is written as one answer, as it would be without one."""
+        if self.target is None or self.length is None or self.length.tokens is None:
+            return first
+        reader = self.draft.reader
+        chinese = reader is not None and reader.wanted == "cjk"
+        count = point_count(self.length.tokens)
+        *head, ask = first.messages
+        asked: Message = {"role": "user", "content": plan_request(ask["content"], count)}
+        params = sampling(self.settings, PLAN_TOKENS * count, seed=self.seed)
+        stream = await self.ctx.backend.chat([*head, asked], params)
+        text, final = "", None
+        try:
+            async for d in stream.deltas():
+                text += d.text
+                final = d if d.finish_reason is not None else final
+        finally:
+            await stream.close()
+        most = self.policy.max_words
+        plan = Plan(parse_points(text, count), self.target, most, chinese)
+        if final is not None:
+            plan.prompt_tokens, plan.completion_tokens = (
+                final.prompt_tokens,
+                final.completion_tokens,
+            )
+        self.rec.plan = plan.to_json()
+        if not plan.points:
+            return first
+        self.plan = plan
+        self.draft.policy = plan.begin(0)
+        self._point_opens = True
+        return self.fit()
+
+    def _next_point(
+        self, step: Stop | Resume | Retry | Continue
+    ) -> Stop | Resume | Retry | Continue:
+        """A planned section whose point ended (at its share, or where the model ended it)
+        goes on with the next point in a new request; one whose model stopped short is
+        not pushed to write on (it would conclude again): the next point gives it new
+        material, and after the last the section ends."""
+        plan = self.plan
+        if plan is None:
+            return step
+        ended = isinstance(step, Stop) and step.why in ("end", "finished")
+        pushed = isinstance(step, Continue) and self.state.extend
+        if not (ended or pushed):
+            return step
+        self.state = replace(self.state, extend=False)
+        if not plan.advance():
+            return Stop("finished") if pushed else step
+        self.draft.policy = plan.begin(count_words(self.text))
+        self.rec.plan = plan.to_json()
+        self._point_opens = True
+        mode: RoundMode = "prefix" if self.strategy in ("kv", "prefix") else "more"
+        spent = self.state.spent >= self.rules.budget
+        if isinstance(step, Stop) and step.why == "end":
+            return Retry(mode, last=spent)  # what ran past the point's end was cut: it goes
+        return Continue(mode, last=spent)
+
     def _choose_passages(self, prompt_tokens: int) -> None:
         """The passages that best match the section (its title, prompt and item), as many
         as its budget holds in the room the prompt leaves."""
@@ -262,6 +344,8 @@ class SectionRun:
     async def run(self, first: Fitted) -> None:
         draft = self.draft
         fitted = first
+        if self._planned():
+            fitted = await self._make_plan(first)
         mode: RoundMode = "initial"
         stream = await self._open(fitted, mode)
         try:
@@ -270,6 +354,7 @@ class SectionRun:
                 final, cut = await self._consume(stream, mode)
                 self._round(final, fitted, mode, started, cut)
                 self.state, step = next_round(self.state, self._outcome(final, cut), self.rules)
+                step = self._next_point(step)
                 if isinstance(step, Stop):
                     self._stop(step)
                     break  # stop: step.why (each is labelled in rounds.py)
@@ -289,7 +374,8 @@ class SectionRun:
                     break  # stop: rounds used up (after a finished or a trimmed round)
                 mode = step.mode
                 cut_off = self.rec.rounds[-1].finish_reason == "length"
-                if self.state.extend and draft.text and not draft.text.endswith("\n"):
+                opens = self.state.extend or self._point_opens
+                if opens and draft.text and not draft.text.endswith("\n"):
                     draft.append("\n\n")
                 try:
                     fitted = self.fit(mode)
@@ -414,7 +500,8 @@ class SectionRun:
         draft = self.draft
         # every new request is a new answer, whose opening may be chatter ("Sure! Here is the
         # rest:", "I hope you like this article."): a kv round goes on with the same one
-        restart = mode in ("chat", "more") or self.state.extend
+        restart = mode in ("chat", "more") or self.state.extend or self._point_opens
+        self._point_opens = False
         draft.begin(round_no, restart=restart, answer=mode != "kv")
         dedupe = mode in ("chat", "more")
         base = draft.text

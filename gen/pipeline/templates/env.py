@@ -1,6 +1,6 @@
 """The Jinja2 sandbox for prompts and documents: search folders, a loader that stays inside
-them, StrictUndefined, the `slug` / `words` / `last_words` filters, and the cost limits of
-template_limits.py. No pipeline knowledge here.
+them, StrictUndefined, the `slug` / `words` / `last_words` / `headline` / `script` filters,
+and the cost limits of template_limits.py. No pipeline knowledge here.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from jinja2.environment import Environment
 from jinja2.sandbox import SandboxedEnvironment
 
 from gen.errors import TemplateError
+from gen.pipeline.length import script_of
 from gen.pipeline.snippet import decode_source
 from gen.pipeline.templates.limits import GLOBALS, SIZED_FILTERS, LimitedSandbox, counted
+from gen.text.headline import headline
 from gen.text.words import count_words, last_words, slugify
 
 _REPO_TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
@@ -107,7 +109,14 @@ def make_environment(dirs: Sequence[Path]) -> SandboxedEnvironment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(SIZED_FILTERS, slug=slugify, words=count_words, last_words=last_words)
+    env.filters.update(
+        SIZED_FILTERS,
+        slug=slugify,
+        words=count_words,
+        last_words=last_words,
+        headline=headline,
+        script=script_of,
+    )
     env.filters = {name: counted(name, f) for name, f in env.filters.items()}
     env.globals.update(GLOBALS)
     return env

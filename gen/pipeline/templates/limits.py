@@ -44,10 +44,10 @@ _PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
 _SIZED = (str, bytes, list, tuple)
 _TEXT_FILTERS = frozenset(  # filters that make the text of their value first
     {
-        "capitalize", "center", "e", "escape", "forceescape", "format", "indent", "last_words",
-        "lower", "pprint", "replace", "safe", "slug", "string", "striptags", "title", "tojson",
-        "trim", "truncate", "upper", "urlencode", "urlize", "wordcount", "words", "wordwrap",
-        "xmlattr",
+        "capitalize", "center", "e", "escape", "forceescape", "format", "headline", "indent",
+        "last_words", "lower", "pprint", "replace", "safe", "script", "slug", "string",
+        "striptags", "title", "tojson", "trim", "truncate", "upper", "urlencode", "urlize",
+        "wordcount", "words", "wordwrap", "xmlattr",
     }
 )  # fmt: skip
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")

@@ -100,7 +100,7 @@ def test_a_section_without_a_target_keeps_four_rounds(tmp_path: Path) -> None:
 
 def test_a_target_the_window_cannot_hold_is_reported(tmp_path: Path) -> None:
     backend = TwoTokensAWord({"s": [("Done.", "stop")]}, context_window=600)
-    yaml = one_section(target_words=1000) + "context: {window: auto, reserve: 64}\n"
+    yaml = one_section(target_words=1000, plan="false") + "context: {window: auto, reserve: 64}\n"
     manifest, prepared = run(pipeline_from(yaml), backend, tmp_path)
     plan = section_of(manifest)["length_plan"]
     assert plan["reachable"] is False and plan["tokens"] == 2000

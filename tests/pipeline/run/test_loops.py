@@ -239,7 +239,7 @@ def test_rounds_that_add_no_words_end_the_section(tmp_path: Path) -> None:
         ("！？＃" * 10, "length"),
         ("这一轮不会被要求。", "stop"),
     ]
-    manifest, text, _, run_dir = run_section(tmp_path, replies, target_words=400)
+    manifest, text, _, run_dir = run_section(tmp_path, replies, target_words=400, plan="false")
     sec = manifest["sections"][0]
     assert len(sec["rounds"]) == 3
     assert sec["degenerate"] is True and sec["truncated"] is True

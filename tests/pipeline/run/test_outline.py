@@ -87,6 +87,11 @@ def test_the_guard_passes_distinct_items(titles: list[str]) -> None:
         ("灯塔的历史", "灯塔的历史"),
         ("The", "The"),
         ("Bridges of the world", "Bridges of the world"),
+        # cut at the length limit (60 characters) inside "Americans"
+        (
+            "Extracurricular and Personal Discrimination against Asian Am",
+            "Extracurricular and Personal Discrimination against Asian",
+        ),
     ],
 )
 def test_a_title_that_ends_badly_is_tidied(title: str, tidy: str) -> None:

@@ -35,14 +35,17 @@ SCRIPTS: dict[str, list[tuple[str, str]]] = {
     "part2": [(f"2. Lenses and lamps (about 333 words)\n\n{PART2}", "stop")],
     "part3": [
         (
-            "Write plain paragraphs: no title, no introduction to the article, no conclusion, "
-            f"and do not write the other parts.\n\n{PART3}\n\n"
+            "Give concrete facts, names, figures, places, dates, examples and explanations "
+            f"that belong to this part and to no other.\n\n{PART3}\n\n"
             "Let me know if you want the conclusion next.",
             "stop",
         )
     ],
     "ending": [(f"{ENDING}\n\n（字数：约100字）", "stop")],
 }
+# the fake counts a token a character, so a part of 300 words looks like 1,700 tokens, more
+# than one answer: its parts would each be planned (a model's tokens: about 400, not)
+ONE_ANSWER = {"defaults.plan": False}
 
 
 def recipe_key(messages: list[Message]) -> str:
@@ -70,8 +73,7 @@ class RecipeBackend(FakeBackend):
 
 
 def test_the_plan_budgets_and_instructions_never_reach_the_parts(tmp_path: Path) -> None:
-    overrides = {"topic": TOPIC, "words": 1200}
-    pipeline = load_pipeline(RECIPE, overrides)
+    pipeline = load_pipeline(RECIPE, {"topic": TOPIC, "words": 1200, **ONE_ANSWER})
     backend = RecipeBackend(dict(SCRIPTS), chunk=5)
     manifest, prepared = run(pipeline, backend, tmp_path)
     document = (prepared.run_dir.path / "document.md").read_text("utf-8")
@@ -79,9 +81,48 @@ def test_the_plan_budgets_and_instructions_never_reach_the_parts(tmp_path: Path)
     for own in (INTRO, PART1, PART1_MORE, PART2, PART3, ENDING):
         assert own in document
     for said in ("Sure", "introduction:", "hope", "280 words", "333 words", "Let me", "字数",
-                 "Write plain paragraphs", "2. Lenses and lamps ("):  # fmt: skip
+                 "Give concrete facts", "2. Lenses and lamps ("):  # fmt: skip
         assert said not in document, said
     parts = [s for s in manifest["sections"] if s["section"] == "part"]
     assert [p["chatter"] for p in parts] == [2, 1, 2]
     assert parts[0]["reasons"] == ["chatter"] and parts[0]["rounds"][0]["stop_reason"] == "chatter"
     assert all(p["degenerate"] is False for p in manifest["sections"])
+
+
+REQUEST = (
+    "Please write a 1200-word research report on the keepers of lights, using these "
+    "figures: 1,500 lights in 1900, 61 in 1990."
+)
+
+
+def test_the_recipe_names_the_subject_never_the_article_and_titles_a_request(
+    tmp_path: Path,
+) -> None:
+    pipeline = load_pipeline(RECIPE, {"topic": REQUEST, "words": 1200, **ONE_ANSWER})
+    backend = RecipeBackend(dict(SCRIPTS), chunk=5)
+    _, prepared = run(pipeline, backend, tmp_path)
+    document = (prepared.run_dir.path / "document.md").read_text("utf-8")
+    assert document.startswith("# Keepers of lights\n")
+    for call in backend.calls:
+        prompt = next(m["content"] for m in call.messages if m["role"] == "user")
+        if recipe_key(call.messages) == "outline":
+            continue
+        assert "article" not in prompt, prompt
+        assert "1,500 lights in 1900" in prompt  # the request's facts reach every part
+        assert not re.search(r"\(about \d+ words\)", prompt)  # no budgets in the plan
+
+
+def test_a_chinese_topic_gets_chinese_prompts_and_titles(tmp_path: Path) -> None:
+    pipeline = load_pipeline(
+        RECIPE, {"topic": "请写一篇关于灯塔看守人的文章，约1200字。", "words": 1200}
+    )
+    backend = FakeBackend({}, chunk=5)
+    _, prepared = run(pipeline, backend, tmp_path)
+    document = (prepared.run_dir.path / "document.md").read_text("utf-8")
+    assert document.startswith("# 灯塔看守人的文章\n")
+    assert "## 引言" in document and "## 结语" in document
+    prompts = [next(m["content"] for m in c.messages if m["role"] == "user") for c in backend.calls]
+    assert prompts[0].startswith("为一篇文章列提纲")
+    assert all("主题：请写一篇关于灯塔看守人的文章" in p for p in prompts[1:])
+    systems = {c.messages[0]["content"] for c in backend.calls}
+    assert systems == {"你是一位专业作家，用简体中文写清楚、准确、条理分明的文字。"}

@@ -26,8 +26,9 @@ name: status
 defaults: {max_tokens: 50, max_rounds: 4, temperature: 0.7, seed: 3, loop_retries: 2}
 sections:
   - {id: looping, prompt: "[looping] Write about signal boxes."}
-  - {id: stalled, prompt: "[stalled] 写铁路信号。", target_words: 400}
-  - {id: short, prompt: "[short] Write about levers.", target_words: 400, max_rounds: 2}
+  - {id: stalled, prompt: "[stalled] 写铁路信号。", target_words: 400, plan: false}
+  - {id: short, prompt: "[short] Write about levers.", target_words: 400, max_rounds: 2,
+     plan: false}
   - {id: cut, prompt: "[cut] Write about lamps.", max_rounds: 2}
   - {id: sound, prompt: "[sound] Write about bells."}
 """

@@ -6,7 +6,9 @@ over every round of a parked and resumed request (copying a phrase of the prompt
 a document's topic, is legitimate). DRY, as in llama.cpp, looks at the prompt too, unless
 `dry_prompt_tokens` limits it to the prompt's last N ids: a pipeline gives it only the
 answer a round goes on with (its own text), so figures and names copied from the prompt
-are never penalised. `repetition_penalty`, as in Hugging Face, includes the prompt.
+are never penalised; the rest of the prompt is the source DRY lets a repeat go on copying
+(a figure said a second time in the answer goes on as the prompt has it, and is not bent).
+`repetition_penalty`, as in Hugging Face, includes the prompt.
 """
 
 from __future__ import annotations

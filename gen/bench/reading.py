@@ -31,7 +31,20 @@ def reader_figures(manifest: dict[str, Any], shown: set[str]) -> dict[str, Any]:
         "failed_reasons": metrics.get("failed_reasons", {}),
         "truncated": sum(bool(s.get("truncated")) for s in sections),
         "misses": [_miss(s) for s in sections if _off_target(s)],
+        "cuts": _count(
+            (r.get("repetition") or {}).get("kind") for s in done for r in s.get("rounds", [])
+        ),
+        "yields": _count(y["kind"] for s in done for y in s.get("yields", [])),
     }
+
+
+def _count(kinds: Iterable[str | None]) -> dict[str, int]:
+    """How many of each kind, by kind (None left out)."""
+    counted: dict[str, int] = {}
+    for kind in kinds:
+        if kind is not None:
+            counted[kind] = counted.get(kind, 0) + 1
+    return dict(sorted(counted.items()))
 
 
 def _off_target(section: dict[str, Any]) -> bool:
@@ -72,6 +85,8 @@ def reader_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for reason, n in r["failed_reasons"].items():
             reasons[reason] = reasons.get(reason, 0) + n
     return {
+        "cuts": _summed(r.get("cuts", {}) for r in runs),
+        "yields": _summed(r.get("yields", {}) for r in runs),
         "junk": max(r["junk"] for r in runs),
         "language_share": _worst((r["language_share"] for r in runs), min),
         "chatter": _worst((r["chatter"] for r in runs), max),
@@ -83,6 +98,11 @@ def reader_row(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "off_target": max(len(r["misses"]) for r in runs),
         "off_target_unexplained": max(sum(m["why"] is None for m in r["misses"]) for r in runs),
     }
+
+
+def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Counts by kind added up over the seeds."""
+    return _count(kind for c in counts for kind, n in c.items() for _ in range(n))
 
 
 def _worst(values: Iterable[Any], pick: Callable[[list[Any]], Any]) -> Any:

@@ -180,7 +180,9 @@ def dtype_lines(q: dict[str, Any], dtype: str) -> list[str]:
     return lines
 
 
-QUALITY_READER_HEAD: Row = ("junk", "language", "chatter", "relevance", "failed", "truncated")
+QUALITY_READER_HEAD: Row = (
+    "junk", "language", "chatter", "relevance", "failed", "truncated", "cuts", "yields",
+)  # fmt: skip
 ABSENT = "—"  # a figure the manifest does not record
 
 
@@ -211,7 +213,15 @@ def reader_cells(x: dict[str, Any]) -> Row:
         failed += f" ({', '.join(x['failed_reasons'])})"
     return (str(x["junk"]), ABSENT if share is None else f"{share:.0%}", chatter_cell,
             ABSENT if relevance is None else f"{relevance:.2f}", failed,
-            str(x["truncated"]))  # fmt: skip
+            str(x["truncated"]), _kinds_cell(x.get("cuts")),
+            _kinds_cell(x.get("yields")))  # fmt: skip
+
+
+def _kinds_cell(counts: dict[str, int] | None) -> str:
+    """ "refrain 2, chatter 1", "0", or "—" where the figures predate it."""
+    if counts is None:
+        return ABSENT
+    return ", ".join(f"{kind} {n}" for kind, n in counts.items()) or "0"
 
 
 def _off_target_cell(x: dict[str, Any]) -> str:
@@ -235,6 +245,9 @@ def quality_lines(r: dict[str, Any]) -> list[str]:
                      "and junk to truncated the worst seed's; widest "
                      f"spread {r['words_spread_max']:.0%}, "
                      f"largest cv {r['words_cv_max']:.0%}")  # fmt: skip
+    for x in r["rows"]:
+        if x.get("reading"):
+            lines.append(f"a reader sees in {x['name']}: {x['reading']}")
     if not r["misses"]:
         lines.append("<80: no section ended under S_l 80 of its target")
     for m in r["misses"]:

@@ -56,6 +56,13 @@ def add_command(sub: Any) -> None:
         "en-1500-dialogue, en-3000, zh-400, zh-2000, recipe-5000)",
     )
     b.add_argument(
+        "--reading",
+        default=None,
+        metavar="FILE",
+        help="with --quality: a JSON object of what a reader sees in each document, by its "
+        "name, written by reading them; the report prints it beside the figures",
+    )
+    b.add_argument(
         "--checks",
         action="store_true",
         help="replay a corpus of good writing (English and Chinese) through a section run "
@@ -127,6 +134,7 @@ def _bench_quality(args: argparse.Namespace, note: Callable[[str], None]) -> int
     pipelines = Path(args.pipelines)
     if args.only is None or RECIPE_NAME in args.only:  # the others are written in code
         _check_bundled(pipelines, RECIPE)
+    reading = _reading(args.reading) if args.reading else {}
     out = Path(args.out) if args.out else None
     r = run_quality(
         args.model or default_model(),
@@ -137,11 +145,24 @@ def _bench_quality(args: argparse.Namespace, note: Callable[[str], None]) -> int
         args.only,
         pipelines=pipelines,
     )
+    for row in r["rows"]:
+        row["reading"] = reading.get(row["name"])
     if args.json:
         print(json.dumps(r, ensure_ascii=False))
         return 0
     _print_lines(report.quality_lines(r))
     return 0
+
+
+def _reading(path: str) -> dict[str, str]:
+    """--reading's notes by document name, or a clear error."""
+    try:
+        notes = json.loads(Path(path).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--reading {path}: {exc}") from None
+    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+        raise ConfigError(f"--reading {path}: must be a JSON object of strings by document name")
+    return notes
 
 
 def _bench_checks(args: argparse.Namespace, note: Callable[[str], None]) -> int:

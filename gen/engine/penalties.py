@@ -78,6 +78,11 @@ class SequenceBreakers:
         return self._texts
 
 
+# a repeat that goes on as the source does after these many ids is copying it (two would
+# match "of the" anywhere; three hold a figure's "43", ".", "04" or a name's words)
+SOURCE_RUN = 3
+
+
 class PenaltyState:
     """One request's generated ids, indexed for its penalties: `push` each generated id,
     `apply` to the logits before each draw.
@@ -116,6 +121,20 @@ class PenaltyState:
         self.positions: dict[int, deque[int]] = {}
         self.matches: dict[int, int] = {}
         self.max_exponent = int(FLOAT_MAX_LOG / math.log(params.dry_base))
+        # the source DRY does not read (the prompt before its last dry_prompt_tokens ids):
+        # each SOURCE_RUN ids in it -> the ids that follow them there; a repeat that goes on
+        # copying it is a fact said again, not a loop
+        self.source: dict[tuple[int, ...], set[int]] = {}
+
+    def push_source(self, tokens: list[int]) -> None:
+        """Take the ids of the text a repeat may copy without penalty (the prompt's
+        material: figures, names, quotes said again in the answer)."""
+        if not self.params.dry_multiplier:
+            return
+        for i in range(len(tokens) - SOURCE_RUN):
+            self.source.setdefault(tuple(tokens[i : i + SOURCE_RUN]), set()).add(
+                tokens[i + SOURCE_RUN]
+            )
 
     def push_context(self, tokens: list[int]) -> None:
         """Take the prompt's ids, before any generated one: only DRY looks at them."""
@@ -159,14 +178,16 @@ class PenaltyState:
     def dry_lengths(self) -> dict[int, int]:
         """Each id that would extend a repeat of at least dry_allowed_length generated ids,
         with the longest such repeat. Breaker ids are never penalised (as in llama.cpp),
-        nor, after an id that ends inside a word, an id that goes on with that word."""
+        nor, after an id that ends inside a word, an id that goes on with that word, nor an
+        id that goes on copying the source (push_source) as it goes on there."""
         allowed = self.params.dry_allowed_length
         in_word = bool(self.ids) and self.ids[-1] in self.words.ends
+        copying: AbstractSet[int] = self.source.get(tuple(self.ids[-SOURCE_RUN:]), frozenset())
         out: dict[int, int] = {}
         for i, length in self.matches.items():
             if length >= allowed:
                 t = self.ids[i + 1]  # what followed the earlier run
-                if in_word and t in self.words.starts:
+                if (in_word and t in self.words.starts) or t in copying:
                     continue
                 if t not in self.breakers and length > out.get(t, 0):
                     out[t] = length

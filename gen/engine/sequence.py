@@ -139,7 +139,9 @@ class Sequence:
             n = p.dry_prompt_tokens
             context = self.prompt_ids
             if n is not None:
-                context = context[max(0, len(context) - n) :]
+                cut = max(0, len(context) - n)
+                self.penalties.push_source(context[:cut])
+                context = context[cut:]
             self.penalties.push_context(context)
             for token in self.output_ids:
                 self.penalties.push(token)

@@ -24,6 +24,11 @@ _HEADING = re.compile(
     r"结论|结语|总结|结束语|小结)(?:\s*(?:and|&|与|和|及)\s*[^.!?。！？]*)?[\s:：]*",
     re.IGNORECASE,
 )
+# a label in bold that names the conclusion, opening a paragraph's text
+_LABEL = re.compile(
+    r"\s*(?:\*\*|__)\s*(?:conclusions?|in conclusion|结论|结语|总结)\s*[:：]?\s*(?:\*\*|__)",
+    re.IGNORECASE,
+)
 # markers in a line: heading hashes, a quote's ">" and list markers before its words,
 # emphasis anywhere ("**Overall**, …")
 _MARKERS = re.compile(r"^[\s>#\-+•]*|[*_`~]+")
@@ -37,10 +42,12 @@ _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f'’$-]*")
 
 
 def concludes(paragraph: str) -> bool:
-    """Whether the paragraph opens as a conclusion: with a heading that names one, or with
-    a phrase that sums up ("In conclusion", "Overall,", "总之", "综上所述")."""
-    first = _MARKERS.sub("", paragraph.strip().split("\n", 1)[0]).strip()
-    return bool(_HEADING.fullmatch(first) or _SUMS_UP.match(first))
+    """Whether the paragraph opens as a conclusion: with a heading that names one, a
+    label that does ("**Conclusion** The analysis…", "**结论：**…"), or a phrase that sums
+    up ("In conclusion", "Overall,", "总之", "综上所述")."""
+    line = paragraph.strip().split("\n", 1)[0]
+    first = _MARKERS.sub("", line).strip()
+    return bool(_HEADING.fullmatch(first) or _SUMS_UP.match(first) or _LABEL.match(line))
 
 
 def shouting(paragraph: str) -> bool:

@@ -23,10 +23,14 @@ MANIFEST: dict[str, Any] = {
     "sections": [
         section("outline", junk=9, language_share=0.1, chatter=7),  # hidden: not counted
         section("part-1", words=300, target_words=400, length_score=83.3, junk=2,
-                language_share=1.0, chatter=1, chatter_share=0.02, relevance=0.61),
+                language_share=1.0, chatter=1, chatter_share=0.02, relevance=0.61,
+                rounds=[{"repetition": {"kind": "refrain"}}, {"repetition": None},
+                        {"repetition": {"kind": "refrain"}}, {}],
+                yields=[{"kind": "refrain", "detail": "5 of the last 6"}]),
         section("part-2", words=100, target_words=400, length_score=0.0, junk=1,
                 language_share=0.6, truncated=True, reasons=["loops", "truncated"],
-                chatter=2, chatter_share=0.1, relevance=None),
+                chatter=2, chatter_share=0.1, relevance=None,
+                rounds=[{"repetition": {"kind": "chatter"}}]),
         section("part-3", words=200, target_words=400, length_score=50.0, relevance=0.4,
                 length_plan={"rounds": 2, "why": PLAN_WHY}),
         section("part-4", words=150, target_words=400, length_score=33.3),
@@ -46,6 +50,7 @@ def test_a_documents_figures_from_its_manifest() -> None:
     assert f["language_share"] == round((300 * 1.0 + 100 * 0.6) / 400, 3) == 0.9
     assert (f["chatter"], f["chatter_share"], f["relevance"]) == (3, 0.1, 0.4)
     assert (f["sections_failed"], f["truncated"]) == (2, 1)
+    assert f["cuts"] == {"chatter": 1, "refrain": 2} and f["yields"] == {"refrain": 1}
     assert f["failed_reasons"] == {"error": 1, "loops": 1, "truncated": 1}
     assert f["misses"] == [
         {"section": "part-2", "words": 100, "target_words": 400, "length_score": 0.0,
@@ -68,7 +73,7 @@ def test_fields_the_manifest_does_not_record_read_as_none() -> None:
     f = reader_figures(old, {"body"})
     assert f == {"junk": 0, "language_share": None, "chatter": None, "chatter_share": None,
                  "relevance": None, "sections_failed": 0, "failed_reasons": {},
-                 "truncated": 0, "misses": []}  # fmt: skip
+                 "truncated": 0, "misses": [], "cuts": {}, "yields": {}}  # fmt: skip
     # chatter counted without a share: the share stays None; zero chatter is 0, not None
     body = section("body", words=50, language_share=0.0, chatter=0, relevance=0.0)
     f = reader_figures({"sections": [body], "metrics": {}}, {"body"})
@@ -80,7 +85,7 @@ def run(**fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "junk": 0, "language_share": None, "chatter": None, "chatter_share": None,
         "relevance": None, "sections_failed": 0, "failed_reasons": {}, "truncated": 0,
-        "misses": [],
+        "misses": [], "cuts": {}, "yields": {},
     }  # fmt: skip
     return base | fields
 
@@ -91,13 +96,15 @@ def test_over_seeds_each_figure_is_the_worst_seeds() -> None:
         run(junk=2, language_share=0.97, chatter=1, relevance=0.8, sections_failed=1,
             failed_reasons={"loops": 1}, truncated=1, misses=[miss | {"why": "loops"}]),
         run(junk=5, language_share=1.0, chatter=4, chatter_share=0.05, relevance=0.3,
-            misses=[miss | {"why": None}]),
-        run(language_share=0.99, sections_failed=1, failed_reasons={"loops": 1, "junk": 1}),
+            misses=[miss | {"why": None}], cuts={"refrain": 2}, yields={"refrain": 1}),
+        run(language_share=0.99, sections_failed=1, failed_reasons={"loops": 1, "junk": 1},
+            cuts={"junk": 1, "refrain": 1}),
     ]  # fmt: skip
     assert reader_row(runs) == {
         "junk": 5, "language_share": 0.97, "chatter": 4, "chatter_share": 0.05,
         "relevance": 0.3, "sections_failed": 1, "failed_reasons": {"junk": 1, "loops": 2},
         "truncated": 1, "off_target": 1, "off_target_unexplained": 1,
+        "cuts": {"junk": 1, "refrain": 3}, "yields": {"refrain": 1},
     }  # fmt: skip
     # nothing recorded in any seed stays None
     assert reader_row([run(), run()])["chatter"] is None

@@ -138,7 +138,7 @@ def test_the_engine_text_to_the_byte() -> None:
 
 READER: dict[str, Any] = {"junk": 0, "language_share": 1.0, "chatter": None, "chatter_share": None,
           "relevance": None, "sections_failed": 0, "failed_reasons": {}, "truncated": 0,
-          "off_target": 0, "off_target_unexplained": 0}  # fmt: skip
+          "off_target": 0, "off_target_unexplained": 0, "cuts": {}, "yields": {}}  # fmt: skip
 QUALITY_ROW = READER | {"name": "en-150", "target_words": 150, "words": 157, "words_min": 140,
                        "words_max": 166, "words_spread": 0.166, "words_cv": 0.068,
                        "length_score": 97.6, "distinct_4": 0.912, "repeated_sentences": 0.0,
@@ -150,7 +150,9 @@ QUALITY_ROW_ZH = QUALITY_ROW | {"name": "zh-2000", "target_words": 2000, "words"
                                 "language_share": 0.982, "chatter": 2, "chatter_share": 0.031,
                                 "relevance": 0.4567, "sections_failed": 1,
                                 "failed_reasons": {"language": 2, "loops": 1}, "truncated": 1,
-                                "off_target": 1, "off_target_unexplained": 1}  # fmt: skip
+                                "off_target": 1, "off_target_unexplained": 1,
+                                "cuts": {"language": 2, "refrain": 1},
+                                "yields": {"collapse": 1}}  # fmt: skip
 MISSES = [{"name": "zh-2000", "seed": 24, "section": "body", "words": 1000,
            "target_words": 2000, "length_score": 50.0, "why": "loops; truncated"},
           {"name": "zh-2000", "seed": 25, "section": "body", "words": 1100,
@@ -163,22 +165,23 @@ QUALITY = {"seeds": 5, "rows": [QUALITY_ROW, QUALITY_ROW_ZH], "length_score_avg"
 def test_the_quality_rows_and_text() -> None:
     assert report.quality_row(QUALITY_ROW, 5) == (
         "en-150", "150", "157 (140–166, spread 17%)", "7%", "97.6", "0", "0.912", "0%",
-        "0", "100%", "—", "—", "0", "0", "4.8",
+        "0", "100%", "—", "—", "0", "0", "0", "0", "4.8",
     )  # fmt: skip
     assert report.quality_row(QUALITY_ROW_ZH, 1) == (
         "zh-2000", "2000", "1234", "58.0", "1 (1 unexplained)", "0.7", "12%",
-        "3", "98%", "2 (3%)", "0.46", "1 (language, loops)", "1", "102.5",
+        "3", "98%", "2 (3%)", "0.46", "1 (language, loops)", "1", "language 2, refrain 1",
+        "collapse 1", "102.5",
     )  # fmt: skip
     assert report.quality_lines(QUALITY) == [
         "document  target  words (5 seeds)               cv   S_l   <80                "
         "distinct-4  repeated  junk  language  chatter  relevance  failed               "
-        "truncated  seconds",
+        "truncated  cuts                   yields      seconds",
         "en-150    150     157 (140–166, spread 17%)     7%   97.6  0                  "
         "0.912       0%        0     100%      —        —          0                    "
-        "0          4.8",
+        "0          0                      0           4.8",
         "zh-2000   2000    1234 (1000–1300, spread 24%)  10%  58.0  1 (1 unexplained)  "
         "0.7         12%       3     98%       2 (3%)   0.46       1 (language, loops)  "
-        "1          102.5",
+        "1          language 2, refrain 1  collapse 1  102.5",
         "average S_l 77.8, lowest distinct-4 0.7, most repeated sentences 12%",
         "over 5 seeds: S_l, distinct-4, repeated and seconds are means, <80 and junk to "
         "truncated the worst seed's; widest spread 24%, largest cv 10%",
@@ -188,18 +191,28 @@ def test_the_quality_rows_and_text() -> None:
     ]
     assert report.quality_lines(QUALITY | {"seeds": 1, "rows": [QUALITY_ROW], "misses": []}) == [
         "document  target  words  S_l   <80  distinct-4  repeated  junk  language  chatter  "
-        "relevance  failed  truncated  seconds",
+        "relevance  failed  truncated  cuts  yields  seconds",
         "en-150    150     157    97.6  0    0.912       0%        0     100%      —        "
-        "—          0       0          4.8",
+        "—          0       0          0     0       4.8",
         "average S_l 77.8, lowest distinct-4 0.7, most repeated sentences 12%",
         "<80: no section ended under S_l 80 of its target",
     ]
 
 
+def test_what_a_reader_sees_is_printed_beside_the_figures() -> None:
+    rows = [QUALITY_ROW | {"reading": "reads well; the tide tables are exact"}, QUALITY_ROW_ZH]
+    lines = report.quality_lines(QUALITY | {"rows": rows})
+    assert "a reader sees in en-150: reads well; the tide tables are exact" in lines
+    assert not any(line.startswith("a reader sees in zh-2000") for line in lines)
+
+
 def test_absent_reader_figures_print_as_a_dash() -> None:
     """A section held to no script, chatter counted without a share, zero relevance."""
     row = QUALITY_ROW | {"language_share": None, "chatter": 0, "relevance": 0.0}
-    assert report.reader_cells(row) == ("0", "—", "0", "0.00", "0", "0")
+    assert report.reader_cells(row) == ("0", "—", "0", "0.00", "0", "0", "0", "0")
+    # figures from before cuts and yields were counted
+    old = {k: v for k, v in row.items() if k not in ("cuts", "yields")}
+    assert report.reader_cells(old)[-2:] == ("—", "—")
     assert report.reader_cells(QUALITY_ROW)[1:4] == ("100%", "—", "—")
 
 
@@ -252,6 +265,15 @@ def test_gen_bench_prints_the_reports_lines(
     assert main(["bench", "--quality", "--pipelines", str(tmp_path / "mine")]) == 0
     assert capsys.readouterr().out.splitlines() == report.quality_lines(QUALITY)
     assert given["pipelines"] == tmp_path / "mine"
+    notes = tmp_path / "reading.json"
+    notes.write_text('{"zh-2000": "字字清楚，结尾重复"}', encoding="utf-8")
+    argv = ["bench", "--quality", "--pipelines", str(tmp_path / "mine"), "--reading", str(notes)]
+    assert main(argv) == 0
+    assert "a reader sees in zh-2000: 字字清楚，结尾重复" in capsys.readouterr().out.splitlines()
+    notes.write_text('["not", "an", "object"]', encoding="utf-8")
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "--reading" in err and "must be a JSON object of strings" in err
     (tmp_path / "mine" / outlines.TECH_REPORT).write_text("", encoding="utf-8")
     assert main(["bench", "--outlines", "--pipelines", str(tmp_path / "mine")]) == 0
     assert capsys.readouterr().out.splitlines() == report.outline_lines(OUTLINES)

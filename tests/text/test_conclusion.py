@@ -9,6 +9,8 @@ import pytest
 from gen.text.conclusion import concludes, shouting
 
 CONCLUSIONS = [
+    "**Conclusion** The detailed analysis of other applicants shows the gap.",
+    "**结论：**录取过程中的差距依然明显。",
     "In conclusion, the figures point one way.",
     "To conclude, the pool grew but did not broaden.",
     "In summary, three groups gained and two lost.",
@@ -31,6 +33,7 @@ CONCLUSIONS = [
 ]
 
 NOT_CONCLUSIONS = [
+    "The **conclusion** of the trial surprised the court.",
     "Finally, remember to check the batteries every autumn.",
     "最后，记得每年秋天检查电池。",
     "Overall revenue rose 8.3%, led by online sales.",

@@ -22,12 +22,16 @@ from gen.pipeline.run.release import (
 )
 from gen.pipeline.run.repetition import ECHO_N, LoopDetector, Repetition
 from gen.pipeline.run.siblings import Siblings, plan_start
+from gen.text.conclusion import concludes, shouting
 from gen.text.function_words import FUNCTION_WORDS
 from gen.text.listparse import title_key
 from gen.text.quality import ngrams, tokens
 from gen.text.words import count_words
 
 COVERED_CHARS = 300  # what is kept of a sentence cut for saying an earlier section again
+# a paragraph is judged as a conclusion or shouting once it has this many words (its opener
+# and a sentence's worth), or when it ends
+PARAGRAPH_WORDS = 12
 
 
 class Draft:
@@ -62,6 +66,12 @@ class Draft:
         # the text's length when the last round ended uncut (a kv round that goes on from
         # there goes on with the junk filter's line); None: cut, or text added since
         self._flowing: int | None = None
+        # a paragraph may open as the text's conclusion: once (False: not here, where a
+        # planned section's later point or a later section concludes it)
+        self.may_conclude = True
+        self.concluded: int | None = None  # where the paragraph that concluded it begins
+        self._paragraph = 0  # where the paragraph not yet judged begins
+        self._judged = False  # it was judged before it ended
 
     def begin(self, round_no: int, restart: bool, answer: bool = False) -> None:
         """Round `round_no` writes on from the end of the text; with `restart` it may start
@@ -87,8 +97,18 @@ class Draft:
         if self.reader is not None:
             flowing = self._flowing == len(self.text)
             self.reader.begin(self.text, self.shown, flowing, fresh, restart=answer)
+        if fresh:  # the text was cut back: its paragraphs are read again as they stand
+            self._paragraph, self._judged = 0, False
+            self.concluded = None
+            self._closing(judge=False)
         self._stale = False
         self._flowing = None
+
+    def cut_back(self, end: int) -> None:
+        """The text goes back to `end` (never before what was shown); the checks read it
+        again as it stands."""
+        self.text = self.text[: max(len(self.text[:end].rstrip()), self.shown)]
+        self._stale = True
 
     def allow(self, kind: str) -> None:
         """The check of this kind yields: from now on it cuts nothing."""
@@ -218,7 +238,46 @@ class Draft:
             found = self.reader.language_cut(piece, self.text, self.shown, judge)
             if found is None and judge:
                 found = self.reader.chatter_cut(self.text, self.shown)
+            if found is None:
+                found = self._closing(judge)
         return None if found is None or found.kind in self.allowed else found
+
+    def _closing(self, judge: bool = True) -> Repetition | None:
+        """Each paragraph, once it has PARAGRAPH_WORDS words or ends: a paragraph in
+        capitals is cut ("shout"), and one that opens as a conclusion when the text has
+        concluded already, or may not conclude here, ends it there ("conclusion"). Text not
+        judged (the pipeline's) is read for a conclusion only."""
+        text = self.text
+        while True:
+            end = text.find("\n\n", self._paragraph)
+            begin, body = self._paragraph, text[self._paragraph : end if end >= 0 else None]
+            if end < 0 and (self._judged or count_words(body) < PARAGRAPH_WORDS):
+                return None
+            found = None if self._judged else self._paragraph_cut(begin, body, judge)
+            if end < 0:
+                self._judged = True
+            else:
+                self._paragraph, self._judged = end + 2, False
+            if found is not None:
+                return found
+
+    def _paragraph_cut(self, begin: int, body: str, judge: bool) -> Repetition | None:
+        """The cut a paragraph of the text calls for (see _closing), or None."""
+        said = body.strip()
+        if not said:
+            return None
+        start = begin + body.index(said[0])
+        if judge and shouting(said) and start >= self.shown:
+            return Repetition("shout", start, start, f"a paragraph in capitals: {said[:60]}")
+        if not concludes(said):
+            return None
+        if self.concluded is None and (self.may_conclude or not judge):
+            self.concluded = start
+            return None
+        if not judge or start < self.shown:
+            return None
+        why = "concluded again" if self.concluded is not None else "a conclusion before its end"
+        return Repetition("conclusion", start, start, f"{why}: {said[:60]}")
 
     def _clean(self, piece: str) -> tuple[str, Repetition | None]:
         """The piece without its junk, and the cut a row of junk calls for."""

@@ -37,6 +37,7 @@ from gen.pipeline.templates.variables import (
 )
 from gen.sources import Scored
 from gen.text.coherence import OutlineCheck, check_outline, section_overlap
+from gen.text.conclusion import concludes
 from gen.text.listparse import item_title
 from gen.text.words import count_words, length_score
 
@@ -328,6 +329,7 @@ class Orchestrator:
                 siblings=siblings,
                 lengths=lengths,
                 earlier=self._earlier_texts(section, key),
+                concluded_later=self._concluded_later(section),
             )
             first = runner.first_prompt()
             hashed = {
@@ -380,6 +382,16 @@ class Orchestrator:
             raise SectionFailed(message) from exc
         self._save()
         return SectionResult(key, rec.text, rec.items, rec.title)
+
+    def _concluded_later(self, section: Section) -> bool:
+        """Is a later section of the document its conclusion (its id or title says so:
+        `conclusion`, "Conclusion", 结语)?"""
+        sections = self.pipeline.sections
+        later = sections[sections.index(section) + 1 :]
+        return any(
+            s.in_document and any(concludes(f"## {name}") for name in (s.id, s.title or ""))
+            for s in later
+        )
 
     def _earlier_texts(self, section: Section, key: str) -> list[str]:
         """The sections before `key` in the document that are sure to be finished when it

@@ -5,8 +5,9 @@ with its share of the target, it writes new material until the plan is done.
 
 A section is planned (`plan: auto`, the default) when it is prose with a target whose
 tokens are more than ANSWER_TOKENS: first a short request for the points (kept out of the
-text; the manifest's `plan`), then the points in turn, each a request that carries the plan
-and the point to write now, with the text so far as the answer it goes on. A point ends at
+text; the manifest's `plan`), then the points in turn, each a new answer to a request that
+carries the plan, the end of the text so far and the point to write now, added to the text
+after a paragraph break. A point ends at
 a paragraph break past its share, or where the model ends it; the words it leaves short go
 to the points after it. Pure text and arithmetic; the section runner sends the requests."""
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from gen.pipeline.run.continuation import LengthPolicy
 from gen.text.listparse import line_item, parse_list
-from gen.text.words import CJK_CHAR, count_words
+from gen.text.words import CJK_CHAR, count_words, last_words
 
 # what an instruct model writes in one answer before it concludes, in tokens: the writer
 # model (Qwen2.5-0.5B-Instruct) ends a 1,200-word report at about 800 words (1,000 tokens)
@@ -27,31 +28,43 @@ POINT_TOKENS = 400  # a point's share, about: a few paragraphs
 MIN_POINTS, MAX_POINTS = 3, 10
 PLAN_TOKENS = 48  # the plan request's max_tokens, per point asked for
 POINT_WORDS = 40  # a point longer than this (a CJK character a word) is a paragraph
+TAIL_WORDS = 120  # what a point's request quotes of the text so far, from a sentence start
 # a point may run past its share by this part of it (to a paragraph break) before it is cut
 POINT_OVER = 0.5
+# a point that ends with less than this part of its share written is asked for once more
+THIN = 0.25
 
 # what a point's request says, in the text's language: the plan, that the text goes on,
 # the point to write (or the last), and what never to write
 NOTES: dict[str, dict[str, str]] = {
     "en": {
         "plan": "Write it to this plan:\n{listed}\n\n",
-        "goes_on": "The text so far is written; go on from where it ends. ",
+        "goes_on": 'The text so far ends:\n"""\n{tail}\n"""\n\n',
         "point": (
-            'Now write point {n}, "{point}", in about {share} words: new material for this '
-            "point only, without repeating what is written, summing up or concluding."
+            'Now write point {n}, "{point}", in about {share} words, going on from there: '
+            "new material for this point only, without repeating what is written, summing "
+            "up or concluding."
         ),
-        "last": 'Now write the last point, "{point}", in about {share} words, and end there.',
-        "never": " Do not write the plan, point numbers or word counts.",
+        "last": (
+            'Now write the last point, "{point}", in about {share} words, going on from '
+            "there, and end the text with it."
+        ),
+        "never": (
+            " Use the figures, names and quotes the request gives exactly, where they "
+            "belong. Start with the text itself: no heading, no point number, no word count."
+        ),
     },
     "zh": {
         "plan": "全文按这个提纲写：\n{listed}\n\n",
-        "goes_on": "前面的内容已经写好，接着往下写。",
+        "goes_on": '已经写好的部分结尾是：\n"""\n{tail}\n"""\n\n',
         "point": (
-            "现在写第{n}点“{point}”，约{share}字：只写这一点的新内容，"
+            "现在接着往下写第{n}点“{point}”，约{share}字：只写这一点的新内容，"
             "不要重复前面写过的，不要总结，也不要结尾。"
         ),
-        "last": "现在写最后一个要点（第{n}点）“{point}”，约{share}字，并在这里结束全文。",
-        "never": "不要写出提纲、要点编号或字数。",
+        "last": "现在接着往下写最后一个要点（第{n}点）“{point}”，约{share}字，并用它结束全文。",
+        "never": (
+            "要求里给出的数字、名字和引语要原样使用。直接写正文：不要标题，不要要点编号，不要字数。"
+        ),
     },
 }
 
@@ -73,13 +86,15 @@ def plan_request(prompt: str, points: int) -> str:
     if _chinese(prompt):
         ask = (
             f"先不要写正文。请为上面的写作任务列一个提纲：按顺序列出{points}个要点，写成编号列表，"
-            "每个要点一行、几个词到一句话；最后一个要点是全文的结尾。只写这个列表。"
+            "每个要点一行，写明这一部分讲什么、用到要求里的哪些数字、名字或引语；"
+            "最后一个要点是全文的结尾。只写这个列表。"
         )
     else:
         ask = (
             f"Do not write the text yet. First plan it: list the {points} points it will "
-            "make, in order, as a numbered list, each one short line; the last point is how "
-            "it ends. Write only the list."
+            "make, in order, as a numbered list, each one short line that names what that "
+            "part says and the figures, names or quotes from the request it uses; the last "
+            "point is how it ends. Write only the list."
         )
     return f"{prompt}\n\n{ask}"
 
@@ -132,6 +147,12 @@ class Plan:
             most = min(most, self.most)
         return LengthPolicy(end, 0, most)
 
+    def thin(self, text: str) -> bool:
+        """Has the current point written less than THIN of its share so far?"""
+        start = self.starts[-1] if self.starts else 0
+        share = self.target - start if self.last else self.share(start)
+        return count_words(text) - start < THIN * share
+
     def advance(self) -> bool:
         """On to the next point; False when the plan is done."""
         if self.last:
@@ -139,18 +160,19 @@ class Plan:
         self.current += 1
         return True
 
-    def note(self, words: int, goes_on: bool) -> str:
-        """What the request for the current point adds to the prompt: the plan and the
-        point to write, with its words; `goes_on`: text is already written (the request's
-        answer goes on from it)."""
+    def note(self, text: str) -> str:
+        """What the request for the current point adds to the prompt: the plan, the end of
+        the text so far (a point is a new answer, added to the text after it), and the
+        point to write with its words."""
         said = NOTES["zh" if self.chinese else "en"]
         doing = said["last"] if self.last else said["point"]
         listed = "\n".join(f"{i}. {p}" for i, p in enumerate(self.points, 1))
-        point, share, n = self.points[self.current], self.share(words), self.current + 1
+        share = self.share(count_words(text))
+        tail = last_words(text, TAIL_WORDS)
         return (
             said["plan"].format(listed=listed)
-            + (said["goes_on"] if goes_on else "")
-            + doing.format(n=n, point=point, share=share)
+            + (said["goes_on"].format(tail=tail) if tail else "")
+            + doing.format(n=self.current + 1, point=self.points[self.current], share=share)
             + said["never"]
         )
 

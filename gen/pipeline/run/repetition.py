@@ -25,14 +25,18 @@ from gen.text.scripts import spaced_script
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
 # "item", for a list item refused as a repeat; "junk", "language", "gibberish" (rare
 # characters in Simplified Chinese) and "chatter", the reader checks'; "drift", a paragraph
-# far off topic: relevance.py)
+# far off topic: relevance.py; "conclusion", a second conclusion (or one before a planned
+# section's last point) and "shout", a paragraph in capitals: draft.py)
 Kind = Literal[
     "span", "sentence", "refrain", "collapse", "word", "count", "restart", "echo", "sibling",
-    "item", "junk", "language", "gibberish", "chatter", "drift",
+    "item", "junk", "language", "gibberish", "chatter", "drift", "conclusion", "shout",
 ]  # fmt: skip
 # the reader checks' kinds: a round one of them cut has the kind as its stop_reason (a loop's
 # round has "repetition")
-READER_CUTS = frozenset({"junk", "language", "gibberish", "chatter", "drift"})
+READER_CUTS = frozenset({"junk", "language", "gibberish", "chatter", "drift", "shout"})
+# the cuts that end the section where they begin (a planned section's point: the next point
+# follows), without a retry: the text had concluded already
+ENDING_CUTS = frozenset({"conclusion"})
 DETAIL_CHARS = 60
 # a line or short sentence said again right after itself: LINE_PERIODS units back to back
 # ("Lighthouse" / "Lighthouse" / ...), too short for the sentence check; copies as spans

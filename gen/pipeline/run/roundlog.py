@@ -11,7 +11,7 @@ from gen.backends.base import Delta
 from gen.pipeline.run.budget import Fitted
 from gen.pipeline.run.continuation import RoundMode
 from gen.pipeline.run.manifest import RoundRecord
-from gen.pipeline.run.repetition import READER_CUTS, Repetition
+from gen.pipeline.run.repetition import ENDING_CUTS, READER_CUTS, Repetition
 from gen.sampling import SamplingParams
 
 
@@ -29,7 +29,8 @@ def round_record(
     ("words", a sibling's title, the Repetition found), `retry` the retries before it."""
     reason: int | str | None = None
     if isinstance(cut, Repetition):
-        reason = cut.kind if cut.kind in READER_CUTS else "repetition"
+        named = cut.kind in READER_CUTS or cut.kind in ENDING_CUTS
+        reason = cut.kind if named else "repetition"
     elif cut is not None:
         reason = "target_words" if cut == "words" else cut  # (else a sibling's title)
     if final is not None:

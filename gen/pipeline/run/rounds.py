@@ -38,7 +38,7 @@ Why = Literal[
 # a Repetition's kind as a cut (any other kind is a loop)
 CUTS: dict[str, Cut] = {
     "item": "item", "junk": "junk", "language": "language", "gibberish": "gibberish",
-    "chatter": "chatter", "drift": "drift",
+    "chatter": "chatter", "drift": "drift", "shout": "junk", "conclusion": "end",
 }  # fmt: skip
 # the loop checks that judge (a refrain, a collapse of the vocabulary, one word crowding the
 # rest, a restart, an echo) and drift: when the retries keep writing what one of them cuts,

@@ -57,7 +57,7 @@ from gen.pipeline.run.points import (
 )
 from gen.pipeline.run.reader import own_prompt, section_reader
 from gen.pipeline.run.relevance import Relevance, judge_for
-from gen.pipeline.run.repetition import READER_CUTS, Repetition
+from gen.pipeline.run.repetition import ENDING_CUTS, READER_CUTS, Repetition
 from gen.pipeline.run.roundlog import request_entry, round_event, round_record
 from gen.pipeline.run.rounds import (
     CUTS,
@@ -120,11 +120,14 @@ class SectionRun:
         siblings: tuple[str, ...] = (),
         lengths: tuple[int | None, int | None, int | None] | None = None,
         earlier: Sequence[str] = (),
+        concluded_later: bool = False,
     ) -> None:
         """`siblings`: the other items' titles of a fan-out (a line that is one of them, or
         a marker and one of them, ends the part there); `lengths`: the instance's (target,
         min, max) words when the section's are templates; `earlier`: the text of the
-        sections before it in the document (a sentence that says theirs again is cut)."""
+        sections before it in the document (a sentence that says theirs again is cut);
+        `concluded_later`: a later section of the document is its conclusion (a paragraph
+        that concludes ends this one there)."""
         self.ctx = ctx
         self.section = section
         self.rec = record
@@ -140,6 +143,7 @@ class SectionRun:
         self.system = render_system(ctx.pipeline, section, variables)
         headings = HeadingFilter(section.headings, record.title)
         self.draft = Draft(ctx.events, record.key, self.policy, headings, self.siblings, earlier)
+        self.draft.may_conclude = not concluded_later
         self.state = Rounds()  # the round loop's counters
         self._params = SamplingParams()  # what the current round samples with
         # where the text stood when the current request, one asked to write on past the
@@ -155,6 +159,8 @@ class SectionRun:
         self.shown: list[Shown] = []  # the passages its prompt numbers, [1] first
         self.plan: Plan | None = None  # written from a plan of points (points.py)
         self._point_opens = False  # the next round opens a new point
+        self._dropped = False  # a conclusion was dropped to write on before it
+        self._asked_again = False  # the current point, come out thin, was asked for again
         if not self.shaped and section.parse != "json":  # a shape's grammar decides its lines
             prompt = own_prompt(ctx.pipeline, section, variables)
             reader = section_reader(prompt, self.system, variables, self.settings.language)
@@ -216,7 +222,7 @@ class SectionRun:
             messages.append({"role": "system", "content": self.system})
         user = render_prompt(self.ctx.pipeline, self.section, variables)
         if self.plan is not None:  # the plan, and the point to write now
-            user += "\n\n" + self.plan.note(count_words(self.text), goes_on=bool(self.text))
+            user += "\n\n" + self.plan.note(self.text)
         if self.draft.covered:  # after an echo was cut: name what the document already says
             said = "\n".join(f"- {c}" for c in self.draft.covered[-COVERED_SHOWN:])
             user += f"\n\n{COVERED_NOTE}\n{said}"
@@ -297,8 +303,31 @@ class SectionRun:
             return first
         self.plan = plan
         self.draft.policy = plan.begin(0)
+        self.draft.may_conclude = plan.last
         self._point_opens = True
         return self.fit()
+
+    def _steer(self, step: Stop | Resume | Retry | Continue) -> Stop | Resume | Retry | Continue:
+        """A step as the plan of points, or the text's conclusion, has it. A section short
+        of its target that already concluded (the model stopped, or concluded again) is
+        not pushed on past its conclusion: the conclusion, where not shown yet, goes and
+        the text is written on from before it, once; else the section ends there."""
+        if self.plan is not None:
+            return self._next_point(step)
+        start = self.draft.concluded
+        pushed = isinstance(step, Continue) and self.state.extend
+        last = self.rec.rounds[-1].stop_reason if self.rec.rounds else None
+        again = isinstance(step, Stop) and last == "conclusion" and self.policy.short(self.text)
+        if start is None or not (pushed or again):
+            return step
+        if self._dropped or start < self.draft.shown:
+            self.state = replace(self.state, extend=False)
+            return Stop("finished") if pushed else step
+        self._dropped = True
+        self.draft.cut_back(start)
+        self.state = replace(self.state, extend=True)
+        mode: RoundMode = "prefix" if self.strategy in ("kv", "prefix") else "more"
+        return Retry(mode, last=self.state.spent >= self.rules.budget)  # what it held goes
 
     def _next_point(
         self, step: Stop | Resume | Retry | Continue
@@ -315,13 +344,20 @@ class SectionRun:
         if not (ended or pushed):
             return step
         self.state = replace(self.state, extend=False)
+        mode: RoundMode = "initial"  # a new answer: the request quotes the text's end
+        spent = self.state.spent >= self.rules.budget
+        at_end = isinstance(step, Stop) and step.why == "end"
+        if not at_end and not self._asked_again and plan.thin(self.text):
+            # the point came out thin (cut, or ended at once): it is asked for once more
+            self._asked_again = self._point_opens = True
+            return Continue(mode, last=spent)
+        self._asked_again = False
         if not plan.advance():
             return Stop("finished") if pushed else step
         self.draft.policy = plan.begin(count_words(self.text))
+        self.draft.may_conclude = plan.last
         self.rec.plan = plan.to_json()
         self._point_opens = True
-        mode: RoundMode = "prefix" if self.strategy in ("kv", "prefix") else "more"
-        spent = self.state.spent >= self.rules.budget
         if isinstance(step, Stop) and step.why == "end":
             return Retry(mode, last=spent)  # what ran past the point's end was cut: it goes
         return Continue(mode, last=spent)
@@ -354,7 +390,7 @@ class SectionRun:
                 final, cut = await self._consume(stream, mode)
                 self._round(final, fitted, mode, started, cut)
                 self.state, step = next_round(self.state, self._outcome(final, cut), self.rules)
-                step = self._next_point(step)
+                step = self._steer(step)
                 if isinstance(step, Stop):
                     self._stop(step)
                     break  # stop: step.why (each is labelled in rounds.py)
@@ -391,7 +427,13 @@ class SectionRun:
         finally:
             tail = await stream.close()
             last = self.rec.rounds[-1] if self.rec.rounds else None
-            ended = ("target_words", "repetition", *READER_CUTS, *self.siblings.titles.values())
+            ended = (
+                "target_words",
+                "repetition",
+                *READER_CUTS,
+                *ENDING_CUTS,
+                *self.siblings.titles.values(),
+            )
             if last is not None and last.stop_reason in ended:
                 tail = ""  # text the engine held back lies past where the section was cut
             cut_off = last is not None and last.finish_reason == "length"

@@ -65,7 +65,9 @@ class Row:
         start = t - secs if secs is not None else self.mark
         n = e["round"] if isinstance(e.get("round"), int) else self.next_round()
         finish, stop = e.get("finish_reason"), e.get("stop_reason")
-        kind = {"repetition": "repetition", "target_words": "target"}.get(str(stop), "")
+        kind = {"repetition": "repetition", "target_words": "target", "conclusion": "target"}.get(
+            str(stop), ""
+        )
         kind = "repetition" if str(stop) in READER_CUTS else kind  # cut by a reader check
         kind = kind or (finish if finish in ("stop", "length") else "other")
         reason = stop if kind in ("repetition", "target") else finish

@@ -1,6 +1,7 @@
 """Facts copied from the prompt survive gen's defaults byte for byte: DRY reads a section's
 own text only (the answer a prefix round goes on with), never the prompt, its sources or
-earlier sections. A model that copies figures, names and a quoted sentence from its prompt
+earlier sections, and a repeat that goes on copying the prompt (a figure said again) is not
+penalised. A model that copies figures, names and a quoted sentence from its prompt
 writes them exactly through the pipeline's default sampling; the same model under DRY over
 the whole prompt (llama.cpp's rule, gen's default before) mangles them."""
 
@@ -68,12 +69,28 @@ def test_dry_reads_the_last_prompt_tokens_it_is_given() -> None:
     section repeating itself, and DRY bends it; the instruction before it is not read."""
     engine, tokenizer = copy_engine(FACTS_EN)
     own = FACTS_EN
-    prompt = tokenizer.encode(f"[Facts:\n{FACTS_EN}\n") + tokenizer.encode(own)
+    prompt = tokenizer.encode("[Go on.\n") + tokenizer.encode(own)
     params = sampling(GenerationSettings(seed=11), 4 * len(FACTS_EN), own_tokens=len(own))
     (written,) = engine.generate([prompt], params)
     assert written.text != FACTS_EN  # a second copy of its own text
     (alone,) = engine.generate([prompt], dataclasses.replace(params, dry_prompt_tokens=0))
     assert alone.text == FACTS_EN
+
+
+@pytest.mark.parametrize("facts", [FACTS_EN, FACTS_ZH])
+def test_a_fact_from_the_prompt_said_again_is_not_bent(facts: str) -> None:
+    """The answer states the prompt's figures, names and quote twice (a report's summary
+    and its body): the second copy repeats the section's own text, but it goes on as the
+    prompt does, so DRY leaves it alone; without the facts in the prompt it is bent."""
+    twice = facts + facts
+    engine, tokenizer = copy_engine(twice)
+    params = sampling(GenerationSettings(seed=11), 4 * len(twice))
+    given = tokenizer.encode(f"[Write the report. Use these facts exactly:\n{facts}\n")
+    (written,) = engine.generate([given], params)
+    assert written.text == twice
+    engine, _ = copy_engine(twice)  # (a fresh one: the fake reads no cached prefix)
+    (bare,) = engine.generate([tokenizer.encode("[Write the report.\n")], params)
+    assert bare.text.startswith(facts) and bare.text != twice
 
 
 def test_a_prefix_round_gives_dry_the_section_text_only(tmp_path: Path) -> None:

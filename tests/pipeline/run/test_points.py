@@ -1,8 +1,9 @@
 """A long section written from a plan of points: the plan is asked for first and kept out
-of the text (the manifest's `plan`), each point is a request of its own that carries the
-plan and the point to write, a point ends at a paragraph break past its share or where the
-model ends it, and a model that stops short is given the next point, not pushed to write
-on. Scripted backend: the first reply answers the plan request."""
+of the text (the manifest's `plan`), each point is a new answer to a request that
+carries the plan, the end of the text so far and the point to write, a point ends at a
+paragraph break past its share or where the model ends it (a point that comes out thin
+is asked for once more), and a model that stops short is given the next point, not
+pushed to write on. Scripted backend: the first reply answers the plan request."""
 
 from __future__ import annotations
 
@@ -65,11 +66,13 @@ def test_a_planned_section_writes_its_points_in_turn(tmp_path: Path) -> None:
     first = backend.calls[1]
     assert 'Now write point 1, "Where to find them"' in first.messages[-1]["content"]
     for n, call in ((2, backend.calls[2]), (3, backend.calls[3])):
-        assert call.continue_final and call.messages[-1]["role"] == "assistant"
-        user = call.messages[-2]["content"]
+        assert not call.continue_final and call.messages[-1]["role"] == "user"
+        user = call.messages[-1]["content"]  # a new answer, told where the text stands
         assert "1. Where to find them\n2. What lives there\n3. How to visit" in user
         assert f"point {n}" in user or "last point" in user
-    assert "and end there" in backend.calls[3].messages[-2]["content"]
+    assert 'The text so far ends:\n"""\nTide pools form' in backend.calls[2].messages[-1]["content"]
+    assert "sculpin waits among the weed" in backend.calls[3].messages[-1]["content"]
+    assert "end the text with it" in backend.calls[3].messages[-1]["content"]
     assert sec["plan"]["points"] == ["Where to find them", "What lives there", "How to visit"]
     assert sec["plan"]["written"] == 3 and sec["plan"]["starts"][0] == 0
     assert sec["plan"]["prompt_tokens"] > 0 and not sec["degenerate"]
@@ -83,11 +86,11 @@ def test_a_chinese_section_gets_its_plan_and_points_in_chinese(tmp_path: Path) -
         ("今天，喝茶仍是许多人每天的习惯。", "stop"),
     ]
     sec, text, backend = planned(
-        tmp_path, replies, "请写一篇关于茶的文章。", target_words=120, plan="true"
+        tmp_path, replies, "请写一篇关于茶的文章。", target_words=60, plan="true"
     )
     assert "按顺序列出3个要点" in backend.calls[0].messages[-1]["content"]
-    assert "现在写第2点“茶的制作”" in backend.calls[2].messages[-2]["content"]
-    assert "最后一个要点" in backend.calls[3].messages[-2]["content"]
+    assert "现在接着往下写第2点“茶的制作”" in backend.calls[2].messages[-1]["content"]
+    assert "最后一个要点" in backend.calls[3].messages[-1]["content"]
     assert text.startswith("茶起源于中国西南") and text.endswith("每天的习惯。")
     assert "茶的起源" not in text and sec["plan"]["written"] == 3
 
@@ -104,9 +107,9 @@ def test_a_plan_that_does_not_parse_leaves_the_section_as_one_answer(tmp_path: P
 def test_only_a_target_longer_than_one_answer_is_planned(tmp_path: Path) -> None:
     short, _, backend = planned(tmp_path / "a", [(POINT_1, "stop")], "Write.", target_words=30)
     assert "plan" not in short and len(backend.calls) == 1
-    # the fake counts a token a character: 400 words are far more than one answer
+    # the fake counts a token a character: 180 words are more than one answer
     replies: list[Reply] = [(PLAN, "stop"), (POINT_1, "stop"), (POINT_2, "stop"), (POINT_3, "stop")]
-    long, _, backend = planned(tmp_path / "b", replies, "Write.", target_words=400)
+    long, _, backend = planned(tmp_path / "b", replies, "Write.", target_words=180)
     assert (
         long["plan"]["written"] == 3 and "numbered list" in backend.calls[0].messages[-1]["content"]
     )
@@ -129,3 +132,21 @@ def test_the_decision_and_the_count() -> None:
     assert point_count(100) == 3 and point_count(1600) == 4 and point_count(100_000) == 10
     assert parse_points("Sure! Here it is:\n1. One\n2. Two\n3. Three", 2) == ["One", "Two"]
     assert parse_points("Just one line.", 3) == []
+
+
+def test_a_point_that_comes_out_thin_is_asked_for_once_more(tmp_path: Path) -> None:
+    replies: list[Reply] = [
+        (PLAN, "stop"),
+        (POINT_1, "stop"),
+        ("Crabs.", "stop"),  # point 2: a word of its 35
+        (POINT_2, "stop"),  # asked again
+        ("Go.", "stop"),  # the last point, thin, asked again: thin again, the section ends
+        ("", "stop"),
+    ]
+    sec, text, backend = planned(
+        tmp_path, replies, "Write a guide to tide pools.", target_words=110, plan="true"
+    )
+    assert text == f"{POINT_1}\n\nCrabs.\n\n{POINT_2}\n\nGo."
+    assert len(backend.calls) == 6 and sec["plan"]["written"] == 3
+    again = backend.calls[3].messages[-1]["content"]
+    assert 'Now write point 2, "What lives there"' in again and "Crabs." in again

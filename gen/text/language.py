@@ -38,6 +38,9 @@ _CJK_CHAR = re.compile(rf"[{CJK}\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 _INNER = frozenset("'’-.")
 _APART = re.compile(r"[\n|\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]")  # line, cell, CJK mark
 _DOMAIN = re.compile(r"[^\W\d_]{2,}\.[^\W\d_]{2,}")
+# a line of a reference list ("[3] OPHIR E, NASS C. Cognitive control in media
+# multitaskers[J]. …"): a work cited in its own language, not the text's
+_REFERENCE = re.compile(r"[ \t]*\[\d{1,3}\][ \t]")
 
 
 def letter_script(ch: str) -> str:
@@ -183,7 +186,9 @@ class LanguageCheck:
         if _APART.search(gap):
             self._break()  # names in a list or a table's cells are not a sentence
         self._last_end = event.start + j
-        code = event.region == "code" or self._inline_code or raw.startswith("`")
+        line = text.rfind("\n", 0, event.start) + 1
+        cited = _REFERENCE.match(text, line) is not None
+        code = event.region == "code" or self._inline_code or raw.startswith("`") or cited
         if raw.count("`") % 2:
             self._inline_code = not self._inline_code
         script = None if code else word_script(raw)
@@ -251,9 +256,12 @@ def language_share(text: str, wanted: Script) -> float | None:
 # (hand-written passages here: none outside them, or a name now and then); the bundled
 # model's Chinese gibberish ("碧碩碎碬碊碢碼…") has 7% to 70% of a paragraph outside. Over
 # the last RARE_WINDOW Chinese characters (once RARE_MIN are read) more than RARE_SHARE
-# outside, or over the last RARE_BURST at least RARE_BURST_SHARE, is gibberish.
+# outside, or over the last RARE_BURST at least RARE_BURST_SHARE, is gibberish; a list of
+# names may hold six in thirty ("白头鹎、乌鸫、珠颈斑鸠……北红尾鸲、黄眉柳莺", a science night's
+# birds), so a listed item's characters do not count.
 RARE_WINDOW, RARE_MIN, RARE_SHARE = 100, 60, 0.1
 RARE_BURST, RARE_BURST_SHARE = 30, 0.2
+LISTED_SPAN = 5  # a rare character this close after a "、" is a listed name's, not rare
 # a prompt is Simplified Chinese when it has this many Chinese characters, nearly all common
 SIMPLIFIED_MIN, SIMPLIFIED_SHARE = 6, 0.95
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
@@ -297,8 +305,11 @@ class RareCheck:
         for match in _HAN.finditer(piece):
             if len(self._window) == RARE_WINDOW:
                 self._rare -= self._window[0][1]
-            rare = not common_han(match.group())
-            self._window.append((begin + match.start(), rare))
+            at = begin + match.start()
+            # a name in a list ("白头鹎、乌鸫、珠颈斑鸠"): an item just after an enumeration mark
+            named = "、" in self._text[max(0, at - LISTED_SPAN) : at]
+            rare = not common_han(match.group()) and not named
+            self._window.append((at, rare))
             self._rare += rare
             if judge and found is None and not self._found:
                 found = self._judge()

@@ -60,6 +60,16 @@ SOUND: dict[str, tuple[Script, str]] = {
         "The poem 静夜思 by 李白 is short. Words like 茶 (cha) came with the trade. " * 3,
     ),
     "dialogue": ("latin", "“Tea?” she asked. “Yes,” he said, “with milk, please.” " * 4),
+    "a chinese paper citing english works": (
+        "cjk",
+        ZH * 2
+        + "\n\n## 参考文献\n\n"
+        + "".join(
+            f"[{n}] OPHIR E, NASS C, WAGNER A D. Cognitive control in media multitaskers[J]. "
+            f"Proceedings of the National Academy of Sciences, 2009, 106(37): 15583-15587.\n\n"
+            for n in range(1, 7)
+        ),
+    ),
     "one english sentence in chinese": (
         "cjk",
         ZH + "他说：“Tea is the best drink in the whole wide world.” " + ZH,
@@ -89,6 +99,12 @@ def test_text_in_the_other_script_slips_from_its_start(wanted: Script, text: str
 def test_a_drift_slips_where_it_began(wanted: Script, before: str, after: str) -> None:
     slip = first_slip(before + after, wanted)
     assert slip is not None and slip.start == len(before)
+
+
+def test_english_prose_after_a_reference_line_still_slips() -> None:
+    cited = "[1] OPHIR E, NASS C. Cognitive control in media multitaskers[J]. PNAS, 2009.\n\n"
+    slip = first_slip(ZH * 2 + "\n\n" + cited + EN * 5, "cjk")
+    assert slip is not None and slip.start == len(ZH * 2 + "\n\n" + cited)
 
 
 def test_too_little_text_is_not_judged() -> None:
@@ -184,6 +200,18 @@ def test_common_characters_of_simplified_chinese() -> None:
 
 def test_ordinary_chinese_passes_the_rare_check() -> None:
     assert feed(RareCheck(), TEA * 3) is None
+
+
+def test_a_list_of_names_in_rare_characters_passes() -> None:
+    """Birds a science night's host lists: six rare characters in thirty, each in a name
+    just after a "、"."""
+    birds = (
+        "公园里既有常见的麻雀、白头鹎、乌鸫、珠颈斑鸠，也有在迁徙季节短暂停留的北红尾鸲、"
+        "黄眉柳莺，甚至还有人在人民公园拍到过红隼。"
+    )
+    assert feed(RareCheck(), TEA + birds + TEA) is None
+    # the same characters run together, with no list: past the burst's share
+    assert feed(RareCheck(), TEA + "鹎鸫鸠鸲莺鹎鸫鸠鸲莺鹎鸫鸠鸲莺。" + TEA) is not None
 
 
 def test_gibberish_of_rare_characters_is_found_where_it_began() -> None:

@@ -6,6 +6,7 @@ events. Knows nothing of backends or requests."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from gen.pipeline.run.constraint import ListItems
@@ -32,6 +33,9 @@ COVERED_CHARS = 300  # what is kept of a sentence cut for saying an earlier sect
 # a paragraph is judged as a conclusion or shouting once it has this many words (its opener
 # and a sentence's worth), or when it ends
 PARAGRAPH_WORDS = 12
+# a paragraph's first line as a heading: "### 研究现状", or a line all in bold
+_HEADING = re.compile(r"#{1,6}[ \t]+([^\n]+)|\*\*([^*\n]+)\*\*[ \t]*(?:\n|$)")
+_NUMBERED = re.compile(r"^\s*(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九十]+[、.．])\s*")
 
 
 class Draft:
@@ -72,6 +76,7 @@ class Draft:
         self.concluded: int | None = None  # where the paragraph that concluded it begins
         self._paragraph = 0  # where the paragraph not yet judged begins
         self._judged = False  # it was judged before it ended
+        self._headings: set[str] = set()  # the headings of the paragraphs judged, as keys
 
     def begin(self, round_no: int, restart: bool, answer: bool = False) -> None:
         """Round `round_no` writes on from the end of the text; with `restart` it may start
@@ -100,6 +105,7 @@ class Draft:
         if fresh:  # the text was cut back: its paragraphs are read again as they stand
             self._paragraph, self._judged = 0, False
             self.concluded = None
+            self._headings = set()
             self._closing(judge=False)
         self._stale = False
         self._flowing = None
@@ -244,8 +250,9 @@ class Draft:
 
     def _closing(self, judge: bool = True) -> Repetition | None:
         """Each paragraph, once it has PARAGRAPH_WORDS words or ends: a paragraph in
-        capitals is cut ("shout"), and one that opens as a conclusion when the text has
-        concluded already, or may not conclude here, ends it there ("conclusion"). Text not
+        capitals is cut ("shout"), one that opens with a heading the text has had already
+        starts the text over ("restart"), and one that opens as a conclusion when the text
+        has concluded already, or may not conclude here, ends it there ("conclusion"). Text not
         judged (the pipeline's) is read for a conclusion only."""
         text = self.text
         while True:
@@ -267,17 +274,27 @@ class Draft:
         if not said:
             return None
         start = begin + body.index(said[0])
-        if judge and shouting(said) and start >= self.shown:
+        cuts = judge and start >= self.shown  # (text already shown is never cut)
+        if cuts and shouting(said):
             return Repetition("shout", start, start, f"a paragraph in capitals: {said[:60]}")
-        if not concludes(said):
-            return None
-        if self.concluded is None and (self.may_conclude or not judge):
-            self.concluded = start
-            return None
-        if not judge or start < self.shown:
-            return None
-        why = "concluded again" if self.concluded is not None else "a conclusion before its end"
-        return Repetition("conclusion", start, start, f"{why}: {said[:60]}")
+        if concludes(said):
+            if self.concluded is None and (self.may_conclude or not judge):
+                self.concluded = start
+            elif cuts:
+                why = (
+                    "concluded again"
+                    if self.concluded is not None
+                    else "a conclusion before its end"
+                )
+                return Repetition("conclusion", start, start, f"{why}: {said[:60]}")
+        heading = _HEADING.match(said)
+        if heading is not None:
+            key = title_key(_NUMBERED.sub("", heading.group(1) or heading.group(2)))
+            if cuts and key and key in self._headings:
+                detail = f"starts over at a heading it had: {said.splitlines()[0][:60]}"
+                return Repetition("restart", start, start, detail)
+            self._headings.add(key)
+        return None
 
     def _clean(self, piece: str) -> tuple[str, Repetition | None]:
         """The piece without its junk, and the cut a row of junk calls for."""

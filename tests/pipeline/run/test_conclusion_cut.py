@@ -110,3 +110,18 @@ def test_a_section_short_of_its_target_that_concludes_again_writes_on_before_it(
     )
     assert text == f"{BODY}\n\n{MORE}\n\n{CLOSE_AGAIN}"
     assert cuts(sec)[0] == "conclusion" and len(backend.calls) == 2
+
+
+def test_a_heading_the_text_had_already_starts_it_over_and_is_cut(tmp_path: Path) -> None:
+    """A paper that writes its 研究现状 and 分析 again, numbered or not, starts over."""
+    first = "### 一、研究现状\n\n近年来，关于媒体多任务的研究越来越多，学者们关注它对注意力的影响。"
+    second = "### 分析\n\n多任务让注意力在不同信息之间频繁切换，学习效率因此下降。"
+    again = "### 研究现状\n\n媒体多任务已经成为大学生日常学习的一部分，它带来了新的挑战。"
+    other = "### 对策\n\n学生可以在学习时关闭通知，把手机放在另一个房间。"
+    replies: list[Reply] = [(f"{first}\n\n{second}\n\n{again}", "stop"), ("\n\n" + other, "stop")]
+    sec, text, backend, _ = run_section(tmp_path, "请写一篇短论文：媒体多任务。", replies)
+    assert text == f"{first}\n\n{second}\n\n{other}"
+    assert cuts(sec) == ["restart", None] and len(backend.calls) == 2
+    assert (
+        "starts over at a heading it had: ### 研究现状" in sec["rounds"][0]["repetition"]["detail"]
+    )

@@ -6,7 +6,6 @@ events. Knows nothing of backends or requests."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from gen.pipeline.run.constraint import ListItems
@@ -14,6 +13,7 @@ from gen.pipeline.run.continuation import LengthPolicy
 from gen.pipeline.run.events import EventLog
 from gen.pipeline.run.headings import HeadingFilter
 from gen.pipeline.run.outline import Refusal
+from gen.pipeline.run.paragraphs import Paragraphs
 from gen.pipeline.run.reader import Reader
 from gen.pipeline.run.release import (
     bare_marker_from,
@@ -23,19 +23,12 @@ from gen.pipeline.run.release import (
 )
 from gen.pipeline.run.repetition import ECHO_N, LoopDetector, Repetition
 from gen.pipeline.run.siblings import Siblings, plan_start
-from gen.text.conclusion import concludes, shouting
 from gen.text.function_words import FUNCTION_WORDS
 from gen.text.listparse import title_key
 from gen.text.quality import ngrams, tokens
 from gen.text.words import count_words
 
 COVERED_CHARS = 300  # what is kept of a sentence cut for saying an earlier section again
-# a paragraph is judged as a conclusion or shouting once it has this many words (its opener
-# and a sentence's worth), or when it ends
-PARAGRAPH_WORDS = 12
-# a paragraph's first line as a heading: "### 研究现状", or a line all in bold
-_HEADING = re.compile(r"#{1,6}[ \t]+([^\n]+)|\*\*([^*\n]+)\*\*[ \t]*(?:\n|$)")
-_NUMBERED = re.compile(r"^\s*(?:\d+(?:\.\d+)*[.)、]?|[一二三四五六七八九十]+[、.．])\s*")
 
 
 class Draft:
@@ -70,13 +63,7 @@ class Draft:
         # the text's length when the last round ended uncut (a kv round that goes on from
         # there goes on with the junk filter's line); None: cut, or text added since
         self._flowing: int | None = None
-        # a paragraph may open as the text's conclusion: once (False: not here, where a
-        # planned section's later point or a later section concludes it)
-        self.may_conclude = True
-        self.concluded: int | None = None  # where the paragraph that concluded it begins
-        self._paragraph = 0  # where the paragraph not yet judged begins
-        self._judged = False  # it was judged before it ended
-        self._headings: set[str] = set()  # the headings of the paragraphs judged, as keys
+        self.paragraphs = Paragraphs()  # a conclusion, a heading said again, shouting
 
     def begin(self, round_no: int, restart: bool, answer: bool = False) -> None:
         """Round `round_no` writes on from the end of the text; with `restart` it may start
@@ -103,10 +90,7 @@ class Draft:
             flowing = self._flowing == len(self.text)
             self.reader.begin(self.text, self.shown, flowing, fresh, restart=answer)
         if fresh:  # the text was cut back: its paragraphs are read again as they stand
-            self._paragraph, self._judged = 0, False
-            self.concluded = None
-            self._headings = set()
-            self._closing(judge=False)
+            self.paragraphs.reread(self.text)
         self._stale = False
         self._flowing = None
 
@@ -245,56 +229,8 @@ class Draft:
             if found is None and judge:
                 found = self.reader.chatter_cut(self.text, self.shown)
             if found is None:
-                found = self._closing(judge)
+                found = self.paragraphs.check(self.text, self.shown, judge)
         return None if found is None or found.kind in self.allowed else found
-
-    def _closing(self, judge: bool = True) -> Repetition | None:
-        """Each paragraph, once it has PARAGRAPH_WORDS words or ends: a paragraph in
-        capitals is cut ("shout"), one that opens with a heading the text has had already
-        starts the text over ("restart"), and one that opens as a conclusion when the text
-        has concluded already, or may not conclude here, ends it there ("conclusion"). Text not
-        judged (the pipeline's) is read for a conclusion only."""
-        text = self.text
-        while True:
-            end = text.find("\n\n", self._paragraph)
-            begin, body = self._paragraph, text[self._paragraph : end if end >= 0 else None]
-            if end < 0 and (self._judged or count_words(body) < PARAGRAPH_WORDS):
-                return None
-            found = None if self._judged else self._paragraph_cut(begin, body, judge)
-            if end < 0:
-                self._judged = True
-            else:
-                self._paragraph, self._judged = end + 2, False
-            if found is not None:
-                return found
-
-    def _paragraph_cut(self, begin: int, body: str, judge: bool) -> Repetition | None:
-        """The cut a paragraph of the text calls for (see _closing), or None."""
-        said = body.strip()
-        if not said:
-            return None
-        start = begin + body.index(said[0])
-        cuts = judge and start >= self.shown  # (text already shown is never cut)
-        if cuts and shouting(said):
-            return Repetition("shout", start, start, f"a paragraph in capitals: {said[:60]}")
-        if concludes(said):
-            if self.concluded is None and (self.may_conclude or not judge):
-                self.concluded = start
-            elif cuts:
-                why = (
-                    "concluded again"
-                    if self.concluded is not None
-                    else "a conclusion before its end"
-                )
-                return Repetition("conclusion", start, start, f"{why}: {said[:60]}")
-        heading = _HEADING.match(said)
-        if heading is not None:
-            key = title_key(_NUMBERED.sub("", heading.group(1) or heading.group(2)))
-            if cuts and key and key in self._headings:
-                detail = f"starts over at a heading it had: {said.splitlines()[0][:60]}"
-                return Repetition("restart", start, start, detail)
-            self._headings.add(key)
-        return None
 
     def _clean(self, piece: str) -> tuple[str, Repetition | None]:
         """The piece without its junk, and the cut a row of junk calls for."""

@@ -143,7 +143,7 @@ class SectionRun:
         self.system = render_system(ctx.pipeline, section, variables)
         headings = HeadingFilter(section.headings, record.title)
         self.draft = Draft(ctx.events, record.key, self.policy, headings, self.siblings, earlier)
-        self.draft.may_conclude = not concluded_later
+        self.draft.paragraphs.may_conclude = not concluded_later
         self.state = Rounds()  # the round loop's counters
         self._params = SamplingParams()  # what the current round samples with
         # where the text stood when the current request, one asked to write on past the
@@ -303,7 +303,7 @@ class SectionRun:
             return first
         self.plan = plan
         self.draft.policy = plan.begin(0)
-        self.draft.may_conclude = plan.last
+        self.draft.paragraphs.may_conclude = plan.last
         self._point_opens = True
         return self.fit()
 
@@ -314,7 +314,7 @@ class SectionRun:
         the text is written on from before it, once; else the section ends there."""
         if self.plan is not None:
             return self._next_point(step)
-        start = self.draft.concluded
+        start = self.draft.paragraphs.concluded
         pushed = isinstance(step, Continue) and self.state.extend
         last = self.rec.rounds[-1].stop_reason if self.rec.rounds else None
         again = isinstance(step, Stop) and last == "conclusion" and self.policy.short(self.text)
@@ -355,7 +355,7 @@ class SectionRun:
         if not plan.advance():
             return Stop("finished") if pushed else step
         self.draft.policy = plan.begin(count_words(self.text))
-        self.draft.may_conclude = plan.last
+        self.draft.paragraphs.may_conclude = plan.last
         self.rec.plan = plan.to_json()
         self._point_opens = True
         if isinstance(step, Stop) and step.why == "end":

@@ -33,10 +33,13 @@ FLOAT_MAX_LOG = 88.7228391
 @dataclass(frozen=True, slots=True)
 class WordParts:
     """Ids whose text begins with a letter of a spaced script (no space before it), and
-    ids whose text ends with one: the first go on with a word after the second."""
+    ids whose text ends with one: the first go on with a word after the second; ids with a
+    digit in their text, and ids that are a figure's marks ("." "," "%")."""
 
     starts: frozenset[int] = frozenset()
     ends: frozenset[int] = frozenset()
+    digits: frozenset[int] = frozenset()
+    marks: frozenset[int] = frozenset()
 
 
 class SequenceBreakers:
@@ -65,6 +68,8 @@ class SequenceBreakers:
             self._parts = WordParts(
                 frozenset(i for i, t in enumerate(texts) if t and spaced_letter(t[0])),
                 frozenset(i for i, t in enumerate(texts) if t and spaced_letter(t[-1])),
+                frozenset(i for i, t in enumerate(texts) if any(c.isdigit() for c in t)),
+                frozenset(i for i, t in enumerate(texts) if t in FIGURE_MARKS),
             )
         return self._parts
 
@@ -79,8 +84,10 @@ class SequenceBreakers:
 
 
 # a repeat that goes on as the source does after these many ids is copying it (two would
-# match "of the" anywhere; three hold a figure's "43", ".", "04" or a name's words)
+# match "of the" anywhere; three hold a figure's "43", ".", "04"); only a figure is let
+# through (a phrase of the prompt said again and again is a model starting over)
 SOURCE_RUN = 3
+FIGURE_MARKS = frozenset({".", ",", "%", "，", "．", "％"})
 
 
 class PenaltyState:
@@ -182,7 +189,7 @@ class PenaltyState:
         id that goes on copying the source (push_source) as it goes on there."""
         allowed = self.params.dry_allowed_length
         in_word = bool(self.ids) and self.ids[-1] in self.words.ends
-        copying: AbstractSet[int] = self.source.get(tuple(self.ids[-SOURCE_RUN:]), frozenset())
+        copying = self._copying()
         out: dict[int, int] = {}
         for i, length in self.matches.items():
             if length >= allowed:
@@ -192,6 +199,16 @@ class PenaltyState:
                 if t not in self.breakers and length > out.get(t, 0):
                     out[t] = length
         return out
+
+    def _copying(self) -> AbstractSet[int]:
+        """The ids that would go on copying a figure of the source, as it goes on there:
+        a digit, or a figure's mark after one."""
+        follows = self.source.get(tuple(self.ids[-SOURCE_RUN:]))
+        if not follows:
+            return frozenset()
+        after_digit = self.ids[-1] in self.words.digits
+        digits, marks = self.words.digits, self.words.marks
+        return {t for t in follows if t in digits or (after_digit and t in marks)}
 
     def dry_penalties(self) -> dict[int, float]:
         """The amount each id loses to DRY: multiplier * base ** (L - allowed_length)."""

@@ -31,7 +31,7 @@ from tests.pipeline.fake_backend import FakeBackend, Reply, install
 ROW_KEYS = {"name", "target_words", "words", "length_score", "distinct_4",
             "repeated_sentences", "degenerate_sections", "seconds", "document"}  # fmt: skip
 READER_KEYS = {"junk", "language_share", "chatter", "chatter_share", "relevance",
-               "sections_failed", "failed_reasons", "truncated"}  # fmt: skip
+               "sections_failed", "failed_reasons", "truncated", "cuts", "yields"}  # fmt: skip
 SPREAD_KEYS = {"words_each", "words_mean", "words_min", "words_max", "words_spread", "words_cv"}
 RUN_KEYS = {"seed", "words", "length_score", "distinct_4", "repeated_sentences",
             "degenerate_sections", "seconds", "document", "misses"} | READER_KEYS  # fmt: skip

@@ -41,7 +41,7 @@ name: seams
 defaults:
   temperature: 0
   continuation: kv
-  system: 你是一位作家。请只用中文写作。
+  system: 你是一位历史学家。
 sections:
   - id: rounds
     prompt: 写一篇关于中国历史的文章。

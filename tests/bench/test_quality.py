@@ -139,7 +139,7 @@ def test_the_cli_prints_the_spread(
     head = capsys.readouterr().out.splitlines()[0]
     assert head.split() == ["document", "target", "words", "S_l", "<80", "distinct-4",
                             "repeated", "junk", "language", "chatter", "relevance", "failed",
-                            "truncated", "seconds"]  # fmt: skip
+                            "truncated", "cuts", "yields", "seconds"]  # fmt: skip
     with pytest.raises(SystemExit):
         main(["bench", "--quality", "--seeds", "0"])
     assert "must be at least 1, got 0" in capsys.readouterr().err

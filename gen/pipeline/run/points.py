@@ -34,11 +34,12 @@ POINT_OVER = 0.5
 # a point that ends with less than this part of its share written is asked for once more
 THIN = 0.25
 
-# what a point's request says, in the text's language: the plan, that the text goes on,
-# the point to write (or the last), and what never to write
+# what a point's request says, in the text's language: the request the whole text answers,
+# the plan, the end of the text so far, the point to write (or the last), what never to write
 NOTES: dict[str, dict[str, str]] = {
     "en": {
-        "plan": "Write it to this plan:\n{listed}\n\n",
+        "part": 'You write one part of a text written for this request:\n"""\n{ask}\n"""\n\n',
+        "plan": "The text's plan:\n{listed}\n\n",
         "goes_on": 'The text so far ends:\n"""\n{tail}\n"""\n\n',
         "point": (
             'Now write point {n}, "{point}", in about {share} words, going on from there: '
@@ -51,11 +52,13 @@ NOTES: dict[str, dict[str, str]] = {
         ),
         "never": (
             " Use the figures, names and quotes the request gives exactly, where they "
-            "belong. Start with the text itself: no heading, no point number, no word count."
+            "belong. Write only this part's text: no title or heading, no introduction, no "
+            "point number, no word count, and do not start the text over."
         ),
     },
     "zh": {
-        "plan": "全文按这个提纲写：\n{listed}\n\n",
+        "part": '你在写一篇长文中的一部分。这篇长文是按这个要求写的：\n"""\n{ask}\n"""\n\n',
+        "plan": "全文的提纲：\n{listed}\n\n",
         "goes_on": '已经写好的部分结尾是：\n"""\n{tail}\n"""\n\n',
         "point": (
             "现在接着往下写第{n}点“{point}”，约{share}字：只写这一点的新内容，"
@@ -63,7 +66,8 @@ NOTES: dict[str, dict[str, str]] = {
         ),
         "last": "现在接着往下写最后一个要点（第{n}点）“{point}”，约{share}字，并用它结束全文。",
         "never": (
-            "要求里给出的数字、名字和引语要原样使用。直接写正文：不要标题，不要要点编号，不要字数。"
+            "要求里给出的数字、名字和引语要原样使用。只写这一部分的正文：不要标题，不要引言，"
+            "不要要点编号，不要字数，也不要从头再写一遍。"
         ),
     },
 }
@@ -160,17 +164,18 @@ class Plan:
         self.current += 1
         return True
 
-    def note(self, text: str) -> str:
-        """What the request for the current point adds to the prompt: the plan, the end of
-        the text so far (a point is a new answer, added to the text after it), and the
-        point to write with its words."""
+    def request(self, prompt: str, text: str) -> str:
+        """The user message for the current point: the section's prompt as the request the
+        whole text answers, the plan, the end of the text so far (a point is a new answer,
+        added to the text after it), and the point to write with its words."""
         said = NOTES["zh" if self.chinese else "en"]
         doing = said["last"] if self.last else said["point"]
         listed = "\n".join(f"{i}. {p}" for i, p in enumerate(self.points, 1))
         share = self.share(count_words(text))
         tail = last_words(text, TAIL_WORDS)
         return (
-            said["plan"].format(listed=listed)
+            said["part"].format(ask=prompt)
+            + said["plan"].format(listed=listed)
             + (said["goes_on"].format(tail=tail) if tail else "")
             + doing.format(n=self.current + 1, point=self.points[self.current], share=share)
             + said["never"]

@@ -222,7 +222,7 @@ class SectionRun:
             messages.append({"role": "system", "content": self.system})
         user = render_prompt(self.ctx.pipeline, self.section, variables)
         if self.plan is not None:  # the plan, and the point to write now
-            user += "\n\n" + self.plan.note(self.text)
+            user = self.plan.request(user, self.text)
         if self.draft.covered:  # after an echo was cut: name what the document already says
             said = "\n".join(f"- {c}" for c in self.draft.covered[-COVERED_SHOWN:])
             user += f"\n\n{COVERED_NOTE}\n{said}"

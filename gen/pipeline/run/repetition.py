@@ -21,6 +21,7 @@ from gen.text.quality import (
     sentence_key,
 )
 from gen.text.scripts import spaced_script
+from gen.text.words import CJK_CHAR
 
 # (and the section runner's own: "sibling", for a fan-out part that began another's title;
 # "item", for a list item refused as a repeat; "junk", "language", "gibberish" (rare
@@ -79,8 +80,10 @@ ECHO_N, ECHO_GRAMS, ECHO_SHARE = 5, 4, 0.5
 # with it: half their 4-grams seen before, or at most FED_NEW_WORDS of their words new
 FED_MIN, FED_NEW_WORDS = 16, 0.2
 # few words: fewer than this share of the last VOCAB_WINDOW prose tokens are distinct
-# (prose keeps 0.6-0.8 of a 100-token window distinct; a stuttering loop 0.3-0.4)
-VOCAB_WINDOW, VOCAB_DISTINCT = 100, 0.4
+# (prose keeps 0.6-0.8 of a 100-token window distinct; a stuttering loop 0.3-0.4); a window
+# mostly of CJK characters, each a token, keeps fewer (the corpus's Chinese: 0.44 at least,
+# a survey with figures), so it is held to VOCAB_DISTINCT_CJK
+VOCAB_WINDOW, VOCAB_DISTINCT, VOCAB_DISTINCT_CJK = 100, 0.4, 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +205,7 @@ class LoopDetector:
         self._word_counts: Counter[str] = Counter()  # the recent tokens, function words aside
         self._prose: deque[Token] = deque()  # the last VOCAB_WINDOW fed prose tokens
         self._vocab: Counter[str] = Counter()
+        self._cjk = 0  # the CJK characters among the last VOCAB_WINDOW prose tokens
         for event in self._scanner.feed(base):
             self._event(event)
 
@@ -479,12 +483,15 @@ class LoopDetector:
         prose, vocab = self._prose, self._vocab
         prose.append(token)
         vocab[token.norm] += 1
+        self._cjk += bool(CJK_CHAR.fullmatch(token.norm))
         if len(prose) > VOCAB_WINDOW:
             dropped = prose.popleft()
             vocab[dropped.norm] -= 1
+            self._cjk -= bool(CJK_CHAR.fullmatch(dropped.norm))
             if not vocab[dropped.norm]:
                 del vocab[dropped.norm]
-        if len(prose) < VOCAB_WINDOW or len(vocab) >= VOCAB_DISTINCT * VOCAB_WINDOW:
+        least = VOCAB_DISTINCT_CJK if self._cjk * 2 > len(prose) else VOCAB_DISTINCT
+        if len(prose) < VOCAB_WINDOW or len(vocab) >= least * VOCAB_WINDOW:
             return None
         detail = f"only {len(vocab)} distinct words in the last {VOCAB_WINDOW}"
         return self._report("collapse", prose[VOCAB_WINDOW // 2].start, detail)

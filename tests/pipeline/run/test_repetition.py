@@ -610,3 +610,22 @@ def test_numbered_headings_of_a_plan_pass() -> None:
         f"## Week {i}: {topic}\n\n{said[i - 1]}\n\n" for i, topic in enumerate(STEPS[:6], 1)
     )
     assert feed_in_pieces(text, 5) is None
+
+
+def chinese_of(alphabet: str, chars: int, seed: int) -> str:
+    """Sentences of ten characters drawn from `alphabet`, none said twice."""
+    rng = random.Random(seed)
+    return "".join("".join(rng.choices(alphabet, k=10)) + "。" for _ in range(chars // 10))
+
+
+def test_chinese_counts_its_characters_against_a_lower_share() -> None:
+    """A CJK character is a token: a hundred of them keep fewer distinct than a hundred
+    English words, so 35 distinct in 100 is Chinese prose, not a collapse; 20 is."""
+    rich = chinese_of(
+        "外婆的厨房里摆着碗筷锅灶米面油盐酱醋茶柴火香味道暖人心我们小时候常去那", 300, 3
+    )
+    assert len(set(rich[-110:]) - {"。"}) >= 30
+    assert feed(rich, [5] * (len(rich) // 5 + 1))[1] is None
+    poor = chinese_of("外婆的厨房里碗筷锅灶米面油盐酱醋茶柴火", 300, 3)
+    found = detect(poor)
+    assert found.kind == "collapse" and "distinct words" in found.detail

@@ -153,7 +153,7 @@ def _self_talk(prompt: str) -> re.Pattern[str]:
 # speech ("I'd like to talk to you tonight about …", "接下来，我们来看……")
 _INTENT = re.compile(
     r"\b(?:i am|i'm) going to (?:give|write|tell|help|provide|share|continue|start|begin)\b"
-    r"|\blet me (?:help|write|continue|give|provide|start|begin|share|finish)\b"
+    r"|\blet me (?:help|write|continue|give|provide|start|begin|share|finish|walk you)\b"
     r"|\b(?:i'd|i would) like to (?:delve|discuss|write|explore|share|explain|talk)\b"
     r"|\b(?:i will|i'll|i shall) (?:now )?(?:write|continue|provide|give|help|start|begin|"
     r"share|finish|expand)\b",

@@ -259,3 +259,11 @@ def test_a_request_wrapped_over_lines_is_one_clause() -> None:
     )
     assert Chatter(prompt).rule(said) == "instructions"
     assert Chatter(prompt).rule("Fresnel's lens of 1822 bent the light of one lamp.") is None
+
+
+def test_walking_the_reader_through_is_the_writers_talk() -> None:
+    """The bundled model's quickstart: "Now let me walk you through the process" is the
+    writer's next step; in a speech it is the speaker's own."""
+    said = "Now let me walk you through the fascinating process of how tea is made."
+    assert Chatter("Explain how tea is made.").rule(said) == "writing"
+    assert Chatter("Write a short talk on how tea is made.").rule(said) is None

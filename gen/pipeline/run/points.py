@@ -19,7 +19,7 @@ from typing import Any
 
 from gen.pipeline.run.continuation import LengthPolicy
 from gen.text.listparse import line_item, parse_list
-from gen.text.words import CJK_CHAR, count_words, last_words
+from gen.text.words import count_words, last_words
 
 # what an instruct model writes in one answer before it concludes, in tokens: the writer
 # model (Qwen2.5-0.5B-Instruct) ends a 1,200-word report at about 800 words (1,000 tokens)
@@ -85,9 +85,10 @@ def point_count(tokens: int) -> int:
     return max(MIN_POINTS, min(MAX_POINTS, round(tokens / POINT_TOKENS)))
 
 
-def plan_request(prompt: str, points: int) -> str:
-    """The user message that asks for the plan: the section's own prompt, then the ask."""
-    if _chinese(prompt):
+def plan_request(prompt: str, points: int, chinese: bool) -> str:
+    """The user message that asks for the plan: the section's own prompt, then the ask (in
+    Chinese where the text is to be)."""
+    if chinese:
         ask = (
             f"先不要写正文。请为上面的写作任务列一个提纲：按顺序列出{points}个要点，写成编号列表，"
             "每个要点一行，写明这一部分讲什么、用到要求里的哪些数字、名字或引语；"
@@ -189,8 +190,3 @@ class Plan:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
         }
-
-
-def _chinese(text: str) -> bool:
-    cjk = len(CJK_CHAR.findall(text))
-    return cjk > 0 and cjk >= len(text.split()) / 2

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from gen.backends.base import Backend, Delta, Message, Stream
+from gen.backends.collect import collect
 from gen.engine.detokenizer import REPLACEMENT
 from gen.errors import ContextOverflowError
 from gen.pipeline.length import (
@@ -281,23 +282,12 @@ class SectionRun:
         chinese = reader is not None and reader.wanted == "cjk"
         count = point_count(self.length.tokens)
         *head, ask = first.messages
-        asked: Message = {"role": "user", "content": plan_request(ask["content"], count)}
+        asked: Message = {"role": "user", "content": plan_request(ask["content"], count, chinese)}
         params = sampling(self.settings, PLAN_TOKENS * count, seed=self.seed)
-        stream = await self.ctx.backend.chat([*head, asked], params)
-        text, final = "", None
-        try:
-            async for d in stream.deltas():
-                text += d.text
-                final = d if d.finish_reason is not None else final
-        finally:
-            await stream.close()
+        reply = await collect(await self.ctx.backend.chat([*head, asked], params))
         most = self.policy.max_words
-        plan = Plan(parse_points(text, count), self.target, most, chinese)
-        if final is not None:
-            plan.prompt_tokens, plan.completion_tokens = (
-                final.prompt_tokens,
-                final.completion_tokens,
-            )
+        plan = Plan(parse_points(reply.text, count), self.target, most, chinese)
+        plan.prompt_tokens, plan.completion_tokens = reply.prompt_tokens, reply.completion_tokens
         self.rec.plan = plan.to_json()
         if not plan.points:
             return first
